@@ -1,0 +1,121 @@
+"""Token quantities: log-probs, entropy, surprisal and the first-order entropy sensitivities.
+
+All functions are pure. The logits-based ones work in chunks over tokens so that the extra peak memory is
+one ``(chunk, V)`` float32 block, never a second full copy of the logits.
+"""
+
+from __future__ import annotations
+
+import torch
+
+DEFAULT_CHUNK = 1024
+
+
+def logprobs_and_entropy(
+    logits: torch.Tensor,
+    tokens: torch.Tensor,
+    temperature: float = 1.0,
+    chunk_size: int = DEFAULT_CHUNK,
+    with_entropy: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probability of the sampled tokens and full-vocabulary entropy from logits.
+
+    Args:
+        logits: ``(..., V)`` unnormalised logits (any float dtype; math is float32).
+        tokens: ``(...)`` sampled token ids, same leading shape as ``logits``.
+        temperature: logits are divided by it before the softmax (> 0).
+        chunk_size: number of token positions processed at once.
+        with_entropy: compute the entropy too.
+
+    Returns:
+        ``(log_prob, entropy)`` with the leading shape of ``tokens``, float32; entropy is ``None`` when not
+        requested. Gradients flow through both.
+    """
+    if temperature <= 0:
+        raise ValueError(f"temperature={temperature} must be > 0")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size={chunk_size} must be >= 1")
+    if logits.shape[:-1] != tokens.shape:
+        raise ValueError(f"tokens shape {tuple(tokens.shape)} does not match logits {tuple(logits.shape[:-1])}")
+    lead = tokens.shape
+    flat_logits = logits.reshape(-1, logits.shape[-1])  # (N, V) view, no copy
+    flat_tokens = tokens.reshape(-1)  # (N,)
+    logps, ents = [], []
+    for start in range(0, flat_tokens.numel(), chunk_size):
+        chunk = flat_logits[start : start + chunk_size].float()  # (c, V) the one float32 block
+        if temperature != 1.0:
+            chunk = chunk / temperature
+        logz = torch.logsumexp(chunk, dim=-1)  # (c,)
+        tok = flat_tokens[start : start + chunk_size]
+        logps.append(chunk.gather(-1, tok.unsqueeze(-1)).squeeze(-1) - logz)
+        if with_entropy:
+            p = torch.softmax(chunk, dim=-1)  # (c, V)
+            ents.append(logz - (p * chunk).sum(-1))  # H = logZ - E_p[z]
+    log_prob = torch.cat(logps).reshape(lead) if logps else flat_logits.new_zeros(lead, dtype=torch.float32)
+    entropy = None
+    if with_entropy:
+        entropy = torch.cat(ents).reshape(lead) if ents else flat_logits.new_zeros(lead, dtype=torch.float32)
+    return log_prob, entropy
+
+
+def entropy_from_logits(logits: torch.Tensor, temperature: float = 1.0, chunk_size: int = DEFAULT_CHUNK) -> torch.Tensor:
+    """Full-vocabulary entropy ``(...)`` of ``logits`` ``(..., V)``, chunked."""
+    dummy = torch.zeros(logits.shape[:-1], dtype=torch.long, device=logits.device)
+    return logprobs_and_entropy(logits, dummy, temperature, chunk_size)[1]
+
+
+def surprisal(log_prob: torch.Tensor) -> torch.Tensor:
+    """``s = -log pi(a)``, detached: selection statistics carry no gradient."""
+    return -log_prob.detach()
+
+
+def entropy_sensitivity(
+    logits: torch.Tensor, tokens: torch.Tensor, temperature: float = 1.0, chunk_size: int = DEFAULT_CHUNK
+) -> torch.Tensor:
+    """Exact first-order entropy sensitivity of a softmax policy (STARE §3).
+
+    A logit-space step of size eta on ``A * log pi_a`` changes the entropy by about ``-eta * A * S(a)`` with
+    ``S(a) = pi_a (log pi_a + H) - sum_j pi_j^2 (log pi_j + H)``.
+
+    Returns:
+        ``(...)`` float32 S(a) at each position, detached.
+    """
+    flat_logits = logits.detach().reshape(-1, logits.shape[-1])
+    flat_tokens = tokens.reshape(-1)
+    out = []
+    for start in range(0, flat_tokens.numel(), chunk_size):
+        z = flat_logits[start : start + chunk_size].float() / temperature  # (c, V)
+        logp = torch.log_softmax(z, dim=-1)  # (c, V)
+        p = logp.exp()
+        h = -(p * logp).sum(-1, keepdim=True)  # (c, 1)
+        lp_a = logp.gather(-1, flat_tokens[start : start + chunk_size].unsqueeze(-1))  # (c, 1)
+        lead_term = lp_a.exp() * (lp_a + h)  # (c, 1)
+        baseline = (p * p * (logp + h)).sum(-1, keepdim=True)  # (c, 1)
+        out.append((lead_term - baseline).squeeze(-1))
+    if not out:
+        return flat_logits.new_zeros(tokens.shape, dtype=torch.float32)
+    return torch.cat(out).reshape(tokens.shape)
+
+
+def entropy_sensitivity_leading(log_prob: torch.Tensor, entropy: torch.Tensor) -> torch.Tensor:
+    """Leading term of S(a): ``pi_a (log pi_a + H)`` (drops the policy-average baseline). Detached."""
+    lp = log_prob.detach()
+    return lp.exp() * (lp + entropy.detach())
+
+
+def steer_omega_abs(
+    log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor, entropy: torch.Tensor
+) -> torch.Tensor:
+    """STEER's estimated entropy change magnitude ``|Omega| = |A * pi (1 - pi) / pi_old * (log pi + H)|``.
+
+    Follows the reference numerics: ``pi = clamp(exp(log_prob), 1e-8, 1 - 1e-8)``,
+    ``pi_old = clamp(exp(old_log_prob), 1e-8, 1)``; non-finite values become 0. Detached.
+
+    Returns:
+        ``(B, T)`` |Omega| at every position (padding included; callers mask).
+    """
+    x = torch.exp(log_prob.detach()).clamp(1e-8, 1.0 - 1e-8)
+    p_old = torch.exp(old_log_prob.detach()).clamp(1e-8, 1.0)
+    omega = advantages.detach() / p_old * x * (1.0 - x) * (torch.log(x) + entropy.detach())
+    omega = omega.abs()
+    return torch.where(torch.isfinite(omega), omega, torch.zeros_like(omega))

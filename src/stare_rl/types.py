@@ -1,0 +1,122 @@
+"""Typed containers shared by every method and engine adapter.
+
+A method receives a :class:`TokenBatch` (all ``(B, T)`` tensors), its own frozen config and a frozen
+:class:`LossContext` (controller state and global statistics gathered by the engine), and returns a
+:class:`LossOutput` whose per-token loss is aggregated by :func:`stare_rl.aggregate.aggregate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass(frozen=True)
+class TokenBatch:
+    """One (micro-)batch of sampled tokens.
+
+    Args:
+        log_prob: ``(B, T)`` log pi_theta(a_t) of the current policy (carries the gradient).
+        old_log_prob: ``(B, T)`` log pi_old(a_t) of the behaviour policy (no gradient needed).
+        advantages: ``(B, T)`` per-token advantages (GRPO broadcasts the sequence advantage).
+        mask: ``(B, T)`` 1 on valid response tokens, 0 on padding (bool or float).
+        entropy: optional ``(B, T)`` full-vocabulary entropy of the policy at each position.
+    """
+
+    log_prob: torch.Tensor
+    old_log_prob: torch.Tensor
+    advantages: torch.Tensor
+    mask: torch.Tensor
+    entropy: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        ref = self.log_prob
+        if ref.dim() != 2:
+            raise ValueError(f"log_prob must be a (B, T) tensor, got shape {tuple(ref.shape)}")
+        if not ref.is_floating_point():
+            raise ValueError(f"log_prob must be a floating tensor, got dtype {ref.dtype}")
+        named = {"old_log_prob": self.old_log_prob, "advantages": self.advantages, "mask": self.mask}
+        if self.entropy is not None:
+            named["entropy"] = self.entropy
+        for name, t in named.items():
+            if not isinstance(t, torch.Tensor):
+                raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            if t.shape != ref.shape:
+                raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {tuple(ref.shape)} like log_prob")
+            if t.device != ref.device:
+                raise ValueError(f"{name} is on device {t.device}, expected {ref.device} like log_prob")
+            if name != "mask" and t.dtype != ref.dtype:
+                raise ValueError(f"{name} has dtype {t.dtype}, expected {ref.dtype} like log_prob")
+        valid = self.valid
+        for name in ("log_prob", "old_log_prob", "advantages", "entropy"):
+            t = getattr(self, name)
+            if t is not None and not bool(torch.isfinite(t.detach()[valid]).all()):
+                raise ValueError(f"{name} contains NaN or inf at valid (mask=1) positions")
+
+    @property
+    def valid(self) -> torch.Tensor:
+        """``(B, T)`` bool mask of valid tokens."""
+        return self.mask > 0
+
+    @property
+    def mask_f(self) -> torch.Tensor:
+        """``(B, T)`` mask as the dtype of log_prob (0/1)."""
+        return self.valid.to(self.log_prob.dtype)
+
+    @property
+    def n_valid(self) -> int:
+        return int(self.valid.sum())
+
+
+@dataclass(frozen=True)
+class LossContext:
+    """Frozen per-update state handed to a method by the engine adapter.
+
+    Everything here is either controller state (updated once per generation batch, outside the loss) or a
+    statistic of the *global* batch that the engine gathered across micro-batches and ranks. ``None`` means
+    "not provided": the method then computes the statistic from the batch it was handed.
+
+    Args:
+        gate_on: STARE closed-loop gate (STARE §4.3). ``None`` = gate treated as on.
+        reweight_w: W override from the adaptive schedule (STARE), else the config's W.
+        reweight_m: M override from the adaptive schedule (STARE), else the config's M.
+        surprisal_threshold_pos: global surprisal threshold for L+ (tokens with s >= it are selected).
+        surprisal_threshold_neg: global surprisal threshold for L- .
+        omega_max: global max |Omega| over valid tokens (STEER).
+        omega_min: global min |Omega| over valid tokens (STEER linear map).
+        entropy_threshold: global entropy threshold for the 80/20 mask.
+        kl_cov_threshold: global covariance threshold for KL-Cov selection.
+        entropy_coef: entropy-bonus coefficient (fixed or from the adaptive controller).
+        generator: torch.Generator for methods with random choices (Clip-Cov).
+    """
+
+    gate_on: bool | None = None
+    reweight_w: float | None = None
+    reweight_m: float | None = None
+    surprisal_threshold_pos: float | None = None
+    surprisal_threshold_neg: float | None = None
+    omega_max: float | None = None
+    omega_min: float | None = None
+    entropy_threshold: float | None = None
+    kl_cov_threshold: float | None = None
+    entropy_coef: float | None = None
+    generator: torch.Generator | None = None
+
+
+@dataclass
+class LossOutput:
+    """What a method returns.
+
+    Args:
+        token_loss: ``(B, T)`` per-token loss (weights already applied, 0 on padding), ready for
+            :func:`stare_rl.aggregate.aggregate`.
+        token_weights: ``(B, T)`` multiplicative per-token weights (no gradient); 1 for unweighted methods.
+        metrics: scalar tensors (detached), named without engine prefixes, e.g. ``"pg_clipfrac"``.
+        masks: named ``(B, T)`` bool selections (``"l_plus"``, ``"l_minus"``, ``"kl_selected"``, ...).
+    """
+
+    token_loss: torch.Tensor
+    token_weights: torch.Tensor
+    metrics: dict[str, torch.Tensor] = field(default_factory=dict)
+    masks: dict[str, torch.Tensor] = field(default_factory=dict)
