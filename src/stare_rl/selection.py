@@ -1,0 +1,74 @@
+"""Small pure helpers for batch-level selections (top-k counts, thresholds) and their global versions.
+
+A method selects "the top fraction of valid tokens" either inside the batch it is handed (the reference
+behaviour, which depends on the micro-batch / GPU layout) or against a threshold computed once from the
+values of the whole global batch: the engine gathers the candidate values across micro-batches and ranks
+(:func:`gather_values`), calls the same helper, and passes the threshold in through ``LossContext``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+# STARE reference rounding: int(P * n + 0.999999) absorbs float noise (P=0.28, n=25 -> 7, math.ceil -> 8).
+_CEIL_EPS = 0.999999
+
+
+def topk_count(ratio: float, count: int, rounding: str = "ceil") -> int:
+    """Number of tokens to select out of ``count`` candidates.
+
+    ``rounding="ceil"`` (STARE): ``int(ratio * count + 0.999999)``, at least 1, at most count; 0 if ratio == 0
+    or count == 0. ``rounding="floor"`` (KL-Cov / Clip-Cov): ``max(1, int(count * ratio))`` capped at count.
+    """
+    if count <= 0 or ratio <= 0.0:
+        return 0
+    if rounding == "ceil":
+        k = int(float(ratio) * float(count) + _CEIL_EPS)
+    elif rounding == "floor":
+        k = int(math.floor(float(count) * float(ratio)))
+    else:
+        raise ValueError(f"rounding={rounding!r} must be 'ceil' or 'floor'")
+    return max(1, min(k, count))
+
+
+def kth_largest(values: torch.Tensor, k: int) -> float | None:
+    """The k-th largest entry of a 1-D tensor (``None`` when k == 0 or values is empty).
+
+    Selecting ``values >= kth_largest(values, k)`` picks exactly k entries when there are no ties.
+    """
+    values = values.detach().reshape(-1)
+    if k <= 0 or values.numel() == 0:
+        return None
+    k = min(k, values.numel())
+    return float(torch.topk(values, k, sorted=True).values[-1])
+
+
+def select_at_least(values: torch.Tensor, candidates: torch.Tensor, threshold: float | None) -> torch.Tensor:
+    """``(B, T)`` bool: candidates whose value is >= threshold (nothing when threshold is None)."""
+    if threshold is None:
+        return torch.zeros_like(candidates, dtype=torch.bool)
+    return candidates & (values >= threshold)
+
+
+def gather_values(values: torch.Tensor, group=None) -> torch.Tensor:
+    """All-gather a 1-D tensor of varying length from every rank (identity without torch.distributed).
+
+    Engine-side helper: methods never call it; adapters use it to build global statistics.
+    """
+    import torch.distributed as dist
+
+    values = values.detach().reshape(-1)
+    if not (dist.is_available() and dist.is_initialized()):
+        return values
+    world = dist.get_world_size(group)
+    n = torch.tensor([values.numel()], device=values.device, dtype=torch.long)
+    sizes = [torch.zeros_like(n) for _ in range(world)]
+    dist.all_gather(sizes, n, group=group)
+    max_n = int(max(int(s) for s in sizes))
+    padded = torch.zeros(max_n, dtype=values.dtype, device=values.device)
+    padded[: values.numel()] = values
+    chunks = [torch.zeros_like(padded) for _ in range(world)]
+    dist.all_gather(chunks, padded, group=group)
+    return torch.cat([c[: int(s)] for c, s in zip(chunks, sizes, strict=True)])
