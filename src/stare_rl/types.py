@@ -87,6 +87,8 @@ class LossContext:
         omega_min: global min |Omega| over valid tokens (STEER linear map).
         entropy_threshold: global entropy threshold for the 80/20 mask.
         kl_cov_threshold: global covariance threshold for KL-Cov selection.
+        kl_cov_adv_mean: global mean advantage over valid tokens (KL-Cov centring; with the threshold).
+        kl_cov_logp_mean: global mean log_prob over valid tokens (KL-Cov centring; with the threshold).
         entropy_coef: entropy-bonus coefficient (fixed or from the adaptive controller).
         generator: torch.Generator for methods with random choices (Clip-Cov).
     """
@@ -100,6 +102,8 @@ class LossContext:
     omega_min: float | None = None
     entropy_threshold: float | None = None
     kl_cov_threshold: float | None = None
+    kl_cov_adv_mean: float | None = None
+    kl_cov_logp_mean: float | None = None
     entropy_coef: float | None = None
     generator: torch.Generator | None = None
 
