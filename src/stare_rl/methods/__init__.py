@@ -1,3 +1,7 @@
 """Built-in methods; importing this package registers them. One method, one file."""
 
-from stare_rl.methods import vanilla  # noqa: F401
+from stare_rl.methods import (  # noqa: F401
+    clip_cov,
+    high_entropy,
+    vanilla,
+)

@@ -1,0 +1,96 @@
+"""``high_entropy``: the 80/20 forking-token mask (Wang et al. 2025, "Beyond the 80/20 Rule: High-Entropy
+Minority Tokens Drive Effective Reinforcement Learning for LLM Reasoning", §5).
+
+Only the top-rho fraction of valid tokens by entropy (the "forking tokens") keep their policy gradient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from stare_rl.registry import register_method
+from stare_rl.selection import kth_largest, topk_count
+from stare_rl.surrogate import SurrogateConfig, clipped_surrogate
+from stare_rl.types import LossContext, LossOutput, TokenBatch
+
+
+@dataclass(frozen=True)
+class HighEntropyConfig:
+    """80/20 mask hyper-parameters; the default is the paper's rho = 0.2 (Wang et al. 2025, §5)."""
+
+    rho: float = field(
+        default=0.2,
+        metadata={
+            "help": "Fraction of valid tokens (highest entropy first) that keep their gradient, in (0, 1]; "
+            "k = ceil(rho * N_valid), at least 1. rho = 1 keeps every token (= vanilla)."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.rho <= 1.0:
+            raise ValueError(f"rho={self.rho} must be in (0, 1]")
+
+
+def high_entropy_threshold(entropy_values: torch.Tensor, rho: float) -> float | None:
+    """Entropy threshold that keeps the top ``rho`` fraction of ``entropy_values`` (1-D, valid tokens only).
+
+    Engine-side use: gather the valid entropies of the whole global batch (across micro-batches and ranks,
+    e.g. with :func:`stare_rl.selection.gather_values`), call this once, and pass the result as
+    ``LossContext.entropy_threshold`` so the mask does not depend on the parallel layout.
+
+    Returns:
+        The k-th largest entropy with ``k = ceil(rho * n)`` (at least 1), or ``None`` when there are no values.
+    """
+    values = entropy_values.detach().reshape(-1)
+    return kth_largest(values, topk_count(rho, values.numel(), rounding="ceil"))
+
+
+@register_method("high_entropy", HighEntropyConfig)
+def high_entropy_loss(
+    batch: TokenBatch, cfg: HighEntropyConfig, surrogate: SurrogateConfig, ctx: LossContext
+) -> LossOutput:
+    """Clipped surrogate restricted to high-entropy (forking) tokens.
+
+    Wang et al. 2025 §5: ``L = sum_t 1[H_t >= tau_rho] * l_t^clip``, where ``tau_rho`` is the entropy of the
+    ``ceil(rho * N)``-th highest-entropy valid token. Entropy only selects; no gradient flows through it.
+
+    Args:
+        batch: ``(B, T)`` tensors; ``batch.entropy`` is required.
+        cfg: ``rho``.
+        surrogate: shared clip settings.
+        ctx: ``entropy_threshold`` (global threshold from :func:`high_entropy_threshold`); ``None`` computes
+            it from the valid tokens of this batch.
+
+    Returns:
+        token loss ``(B, T)``; weights 1 on kept tokens, 0 elsewhere (padding included);
+        ``masks["high_entropy"]``; metrics ``high_entropy_frac`` (kept / valid) and ``entropy_threshold``.
+
+    Notes:
+        # DEVIATION: TRL's ``top_entropy_quantile`` thresholds at the linearly interpolated quantile; we take
+        the exact k-th largest value (k = ceil(rho * N)), so exactly k tokens are kept when there are no ties.
+        Without ``ctx.entropy_threshold`` the threshold is per batch handed in (per micro-batch).
+    """
+    if batch.entropy is None:
+        raise ValueError("method 'high_entropy' needs batch.entropy (per-token entropy), got entropy=None")
+    token_loss, metrics = clipped_surrogate(
+        batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate
+    )
+    valid = batch.valid  # (B, T)
+    entropy = batch.entropy.detach()  # (B, T)
+    threshold = ctx.entropy_threshold
+    if threshold is None:
+        threshold = high_entropy_threshold(entropy[valid], cfg.rho)
+    if threshold is None:  # no valid tokens: nothing to keep
+        keep = torch.zeros_like(valid)
+    else:
+        keep = valid & (entropy >= threshold)  # (B, T) Wang et al. §5: forking tokens
+    weights = keep.to(token_loss.dtype)  # (B, T) in {0, 1}
+    token_loss = token_loss * weights
+    n = valid.sum().clamp(min=1).to(token_loss.dtype)
+    metrics["high_entropy_frac"] = keep.sum().to(token_loss.dtype) / n
+    metrics["entropy_threshold"] = torch.as_tensor(  # 0 when there is no valid token
+        0.0 if threshold is None else float(threshold), dtype=token_loss.dtype, device=token_loss.device
+    )
+    return LossOutput(token_loss=token_loss, token_weights=weights, metrics=metrics, masks={"high_entropy": keep})
