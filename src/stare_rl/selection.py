@@ -72,3 +72,60 @@ def gather_values(values: torch.Tensor, group=None) -> torch.Tensor:
     chunks = [torch.zeros_like(padded) for _ in range(world)]
     dist.all_gather(chunks, padded, group=group)
     return torch.cat([c[: int(s)] for c, s in zip(chunks, sizes, strict=True)])
+
+
+def top_fraction_threshold(values: torch.Tensor, ratio: float, rounding: str = "ceil") -> float:
+    """Threshold that selects the top ``ratio`` fraction of a 1-D tensor of candidate values.
+
+    This is the pure global-scope helper: call it on the values gathered from the whole global batch
+    (:func:`gather_values`) and pass the result to a method through ``LossContext``; selecting
+    ``values >= threshold`` then picks the same tokens as a top-k over the whole batch (exactly k when there are
+    no ties), whatever the micro-batch or rank layout.
+
+    Returns:
+        The k-th largest value with ``k = topk_count(ratio, n, rounding)``; ``math.inf`` when k == 0 (ratio 0
+        or no candidates), so that nothing is selected. Never ``None``: ``None`` in ``LossContext`` means
+        "not provided".
+    """
+    values = values.detach().reshape(-1)
+    k = topk_count(ratio, values.numel(), rounding)
+    kth = kth_largest(values, k)
+    return math.inf if kth is None else kth
+
+
+def topk_mask(values: torch.Tensor, candidates: torch.Tensor, k: int) -> torch.Tensor:
+    """``(B, T)`` bool: exactly the k candidates with the largest value (batch scope).
+
+    Candidates are taken in row-major order and ranked with ``torch.topk`` (the reference behaviour, ties
+    broken by topk). ``k`` is clamped to the number of candidates; k <= 0 selects nothing.
+    """
+    selected = torch.zeros_like(candidates, dtype=torch.bool)
+    n = int(candidates.sum())
+    k = min(int(k), n)
+    if k <= 0:
+        return selected
+    flat_idx = candidates.reshape(-1).nonzero(as_tuple=False).squeeze(-1)  # (n,) positions of candidates
+    cand_values = values.detach().reshape(-1)[flat_idx]  # (n,)
+    top = torch.topk(cand_values, k, largest=True).indices  # (k,)
+    selected.view(-1)[flat_idx[top]] = True
+    return selected
+
+
+def select_top_fraction(
+    values: torch.Tensor,
+    candidates: torch.Tensor,
+    ratio: float,
+    rounding: str = "ceil",
+    threshold: float | None = None,
+) -> torch.Tensor:
+    """``(B, T)`` bool: the top ``ratio`` fraction of ``candidates`` by ``values``.
+
+    With ``threshold=None`` (batch scope) the top ``topk_count(ratio, #candidates, rounding)`` candidates of
+    this batch are selected. With a threshold from :func:`top_fraction_threshold` (global scope) the
+    candidates whose value is >= threshold are selected. Generic: STARE, the 80/20 entropy mask and KL-Cov
+    use it.
+    """
+    if threshold is not None:
+        return select_at_least(values, candidates, threshold)
+    k = topk_count(ratio, int(candidates.sum()), rounding)
+    return topk_mask(values, candidates, k)

@@ -1,0 +1,207 @@
+"""``stare``: surprisal-targeted advantage re-weighting with a closed-loop entropy gate (STARE).
+
+STARE (Luo et al., "Surprisal-Guided Token-Level Advantage Reweighting for Policy Entropy Stability"):
+inside each advantage sign, the top-P fraction of tokens by surprisal ``s = -log pi(a)`` are the
+entropy-critical sets L+ (A > 0) and L- (A < 0). While the batch entropy is below a target (the gate, a
+controller in :mod:`stare_rl.control`), the clipped per-token loss is multiplied by W > 1 on L+ (variant O1)
+and additionally by M < 1 on L- (variant C2); everything else keeps weight 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from stare_rl.registry import register_method
+from stare_rl.selection import select_top_fraction, top_fraction_threshold
+from stare_rl.surrogate import SurrogateConfig, clipped_surrogate
+from stare_rl.tokens import surprisal
+from stare_rl.types import LossContext, LossOutput, TokenBatch
+
+STARE_VARIANTS = ("O1", "C2")
+SCOPES = ("batch", "global")
+
+
+@dataclass(frozen=True)
+class StareConfig:
+    """STARE hyper-parameters; defaults are the paper's 7B recipe (STARE README / run script, §5).
+
+    For 14B/32B models the authors recommend the milder ``reweight_w=1.05, reweight_m=0.95``.
+    """
+
+    variant: str = field(
+        default="O1",
+        metadata={"help": "O1: W on L+ only (the paper's default). C2: W on L+ and M on L- (two-sided)."},
+    )
+    top_p_ratio: float = field(
+        default=0.1, metadata={"help": "P in [0, 1]: fraction of each advantage-sign set selected by surprisal."}
+    )
+    reweight_w: float = field(default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."})
+    reweight_m: float = field(
+        default=0.9, metadata={"help": "M in (0, 1]: weight of L- tokens while the gate is on (C2 only)."}
+    )
+    target_entropy: float = field(
+        default=0.3,
+        metadata={"help": "H_tgt >= 0: the gate is on while the batch token-mean entropy is below it (§4.3)."},
+    )
+    selection_scope: str = field(
+        default="batch",
+        metadata={
+            "help": "batch: select inside the batch handed to the loss (reference). global: the engine gathers "
+            "surprisals of the whole global batch and passes thresholds through LossContext."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        variant = str(self.variant).upper()
+        if variant not in STARE_VARIANTS:
+            raise ValueError(f"variant={self.variant!r} is not one of {list(STARE_VARIANTS)}")
+        object.__setattr__(self, "variant", variant)
+        if not 0.0 <= self.top_p_ratio <= 1.0:
+            raise ValueError(f"top_p_ratio={self.top_p_ratio} must be in [0, 1]")
+        check_stare_weights(self.reweight_w, self.reweight_m)
+        if not self.target_entropy >= 0.0:
+            raise ValueError(f"target_entropy={self.target_entropy} must be >= 0")
+        if self.selection_scope not in SCOPES:
+            raise ValueError(f"selection_scope={self.selection_scope!r} is not one of {list(SCOPES)}")
+
+
+def check_stare_weights(reweight_w: float, reweight_m: float) -> None:
+    """Raise ValueError unless W >= 1 and 0 < M <= 1 (used by the config and the adaptive schedule)."""
+    if not reweight_w >= 1.0:
+        raise ValueError(f"reweight_w={reweight_w} must be >= 1 (W amplifies L+)")
+    if not 0.0 < reweight_m <= 1.0:
+        raise ValueError(f"reweight_m={reweight_m} must be in (0, 1] (M attenuates L-)")
+
+
+def stare_selection(
+    batch: TokenBatch, cfg: StareConfig, ctx: LossContext
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The candidate sets T+/T- and the entropy-critical sets L+/L- (STARE §4.1).
+
+    Returns:
+        ``(t_plus, t_minus, l_plus, l_minus)``, all ``(B, T)`` bool. ``l_minus`` is all False for O1.
+
+    Notes:
+        Batch scope: k = ceil(P * |T|) of this batch (at least 1, 0 when P = 0 or T is empty), exactly k tokens
+        by ``torch.topk``. Global scope (``ctx.surprisal_threshold_pos/neg`` given): tokens with
+        ``s >= threshold``; the thresholds come from :func:`stare_global_thresholds` on the global batch.
+    """
+    valid = batch.valid  # (B, T)
+    t_plus = valid & (batch.advantages > 0)  # (B, T) A == 0 is in neither set
+    t_minus = valid & (batch.advantages < 0)
+    s = surprisal(batch.log_prob)  # (B, T) detached, selection only
+    l_plus = select_top_fraction(s, t_plus, cfg.top_p_ratio, "ceil", ctx.surprisal_threshold_pos)
+    if cfg.variant == "C2":
+        l_minus = select_top_fraction(s, t_minus, cfg.top_p_ratio, "ceil", ctx.surprisal_threshold_neg)
+    else:
+        l_minus = torch.zeros_like(valid)
+    return t_plus, t_minus, l_plus, l_minus
+
+
+def resolve_weights(cfg: StareConfig, ctx: LossContext) -> tuple[float, float]:
+    """(W, M) in force: the adaptive schedule's values from ``ctx`` when given, else the config's."""
+    w = cfg.reweight_w if ctx.reweight_w is None else float(ctx.reweight_w)
+    m = cfg.reweight_m if ctx.reweight_m is None else float(ctx.reweight_m)
+    check_stare_weights(w, m)
+    return w, m
+
+
+@register_method("stare", StareConfig)
+def stare_loss(batch: TokenBatch, cfg: StareConfig, surrogate: SurrogateConfig, ctx: LossContext) -> LossOutput:
+    """STARE: the dual-clip PPO surrogate with gated surprisal-targeted token weights (STARE §4).
+
+    Objective (token-mean): ``J = (1/N) sum_t omega_t * min(r_t A_t, clip(r_t) A_t)`` with
+    ``omega = W`` on L+, ``M`` on L- (C2), 1 elsewhere, and ``omega = 1`` everywhere while the gate is off.
+
+    Args:
+        batch: ``(B, T)`` tensors; entropy is not used (selection is by surprisal).
+        cfg: :class:`StareConfig`.
+        surrogate: clip settings shared with vanilla.
+        ctx: ``gate_on`` (None = on), ``reweight_w/m`` (adaptive schedule), global surprisal thresholds.
+
+    Returns:
+        per-token loss ``omega * clipped_loss``; ``token_weights`` omega (1 on padding, no gradient); masks
+        ``l_plus`` and ``l_minus``; metrics of the selection.
+
+    Notes:
+        The gate and W/M are per update (controllers, computed outside). The selection is per batch handed
+        in unless global thresholds are given (``selection_scope="global"``). Weights multiply the loss
+        after clipping, and token-mean still divides by the number of valid tokens (not the sum of weights).
+    """
+    clipped, metrics = clipped_surrogate(batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate)
+    t_plus, t_minus, l_plus, l_minus = stare_selection(batch, cfg, ctx)
+    w, m = resolve_weights(cfg, ctx)
+    gate_on = True if ctx.gate_on is None else bool(ctx.gate_on)  # STARE §4.3: gate from the controller
+    weights = torch.ones_like(clipped, dtype=batch.log_prob.dtype).detach()  # (B, T) 1 on padding too
+    if gate_on:  # STARE §4.2: W on L+, M on L- (C2); gate off => vanilla
+        weights = weights.masked_fill(l_plus, w).masked_fill(l_minus, m)
+    token_loss = clipped * weights  # (B, T) weights are constants: no gradient through them
+    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, weights, t_plus, t_minus, l_plus, l_minus))
+    return LossOutput(
+        token_loss=token_loss, token_weights=weights, metrics=metrics, masks={"l_plus": l_plus, "l_minus": l_minus}
+    )
+
+
+def _stare_metrics(
+    batch: TokenBatch,
+    cfg: StareConfig,
+    gate_on: bool,
+    w: float,
+    m: float,
+    weights: torch.Tensor,
+    t_plus: torch.Tensor,
+    t_minus: torch.Tensor,
+    l_plus: torch.Tensor,
+    l_minus: torch.Tensor,
+) -> dict[str, torch.Tensor]:
+    """Detached scalar metrics; fractions are over the valid tokens of this batch."""
+    dev, dt = batch.log_prob.device, batch.log_prob.dtype
+    n_valid = float(max(batch.n_valid, 1))
+    n_pos, n_neg = int(t_plus.sum()), int(t_minus.sum())
+
+    def scalar(x: float) -> torch.Tensor:
+        return torch.tensor(float(x), dtype=dt, device=dev)
+
+    return {
+        "gate_on": scalar(gate_on),
+        "reweight_w": scalar(w),
+        "reweight_m": scalar(m),
+        "top_p_ratio": scalar(cfg.top_p_ratio),
+        "n_pos_candidates": scalar(n_pos),
+        "n_neg_candidates": scalar(n_neg),
+        "k_plus": scalar(int(l_plus.sum())),
+        "k_minus": scalar(int(l_minus.sum())),
+        "pos_candidate_frac": scalar(n_pos / n_valid),
+        "neg_candidate_frac": scalar(n_neg / n_valid),
+        "l_plus_frac": scalar(int(l_plus.sum()) / n_valid),
+        "l_minus_frac": scalar(int(l_minus.sum()) / n_valid),
+        "mean_weight": (weights.detach() * batch.mask_f).sum() / n_valid,
+    }
+
+
+def stare_global_thresholds(
+    surprisals_pos: torch.Tensor, surprisals_neg: torch.Tensor, cfg: StareConfig
+) -> dict[str, float | None]:
+    """Global-scope STARE thresholds from the surprisals of the *whole* global batch (pure).
+
+    Args:
+        surprisals_pos: 1-D surprisals of all valid A > 0 tokens of the global batch (any order).
+        surprisals_neg: 1-D surprisals of all valid A < 0 tokens.
+        cfg: the STARE config (P and variant).
+
+    Returns:
+        ``{"surprisal_threshold_pos": .., "surprisal_threshold_neg": ..}`` for :class:`LossContext`;
+        ``inf`` selects nothing; the negative threshold is ``None`` for O1 (unused).
+    """
+    pos = top_fraction_threshold(surprisals_pos, cfg.top_p_ratio, "ceil")
+    neg = top_fraction_threshold(surprisals_neg, cfg.top_p_ratio, "ceil") if cfg.variant == "C2" else None
+    return {"surprisal_threshold_pos": pos, "surprisal_threshold_neg": neg}
+
+
+def stare_candidate_values(batch: TokenBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """1-D surprisals of this batch's valid A > 0 and A < 0 tokens (what an engine gathers across ranks)."""
+    s = surprisal(batch.log_prob)
+    valid = batch.valid
+    return s[valid & (batch.advantages > 0)], s[valid & (batch.advantages < 0)]
