@@ -3,5 +3,8 @@
 from stare_rl.methods import (  # noqa: F401
     clip_cov,
     high_entropy,
+    kl_cov,
+    stare,
+    steer,
     vanilla,
 )
