@@ -31,9 +31,12 @@ class KLCovConfig:
     """
 
     kl_cov_ratio: float = field(
-        default=0.0002, metadata={"help": "k in (0, 1]: fraction of valid tokens that get the KL penalty (floor)."}
+        default=0.0002,
+        metadata={"help": "k in (0, 1]: fraction of valid tokens that get the KL penalty (floor)."},
     )
-    ppo_kl_coef: float = field(default=1.0, metadata={"help": "beta >= 0: coefficient of |log pi - log pi_old|."})
+    ppo_kl_coef: float = field(
+        default=1.0, metadata={"help": "beta >= 0: coefficient of |log pi - log pi_old|."}
+    )
     selection_scope: str = field(
         default="batch",
         metadata={
@@ -64,8 +67,14 @@ def kl_cov_covariance(
     if not bool(valid.any()):
         return torch.zeros_like(a)
     # the same 1-D means as kl_cov_global_stats, so batch scope on a whole batch == global scope
-    a_mean = a[valid].mean() if adv_mean is None else torch.as_tensor(adv_mean, dtype=a.dtype, device=a.device)
-    lp_mean = lp[valid].mean() if logp_mean is None else torch.as_tensor(logp_mean, dtype=lp.dtype, device=lp.device)
+    a_mean = (
+        a[valid].mean() if adv_mean is None else torch.as_tensor(adv_mean, dtype=a.dtype, device=a.device)
+    )
+    lp_mean = (
+        lp[valid].mean()
+        if logp_mean is None
+        else torch.as_tensor(logp_mean, dtype=lp.dtype, device=lp.device)
+    )
     cov = (a - a_mean) * (lp - lp_mean)  # (B, T)
     return torch.where(valid, cov, torch.zeros_like(cov))
 
@@ -93,7 +102,9 @@ def kl_cov_selection(batch: TokenBatch, cfg: KLCovConfig, ctx: LossContext) -> t
 
 
 @register_method("kl_cov", KLCovConfig)
-def kl_cov_loss(batch: TokenBatch, cfg: KLCovConfig, surrogate: SurrogateConfig, ctx: LossContext) -> LossOutput:
+def kl_cov_loss(
+    batch: TokenBatch, cfg: KLCovConfig, surrogate: SurrogateConfig, ctx: LossContext
+) -> LossOutput:
     """KL-Cov (Cui et al. 2025, §4.2): ``l_t = -A_t r_t + beta * |log pi_t - log pi_old,t| * [t in top-k cov]``.
 
     Args:
@@ -130,7 +141,9 @@ def kl_cov_loss(batch: TokenBatch, cfg: KLCovConfig, surrogate: SurrogateConfig,
             "kl_cov_selected_frac": selected.sum().to(vf.dtype) / n,
         }
     weights = torch.ones_like(token_loss).detach()
-    return LossOutput(token_loss=token_loss, token_weights=weights, metrics=metrics, masks={"kl_selected": selected})
+    return LossOutput(
+        token_loss=token_loss, token_weights=weights, metrics=metrics, masks={"kl_selected": selected}
+    )
 
 
 def kl_cov_global_stats(

@@ -35,15 +35,20 @@ class StareConfig:
         metadata={"help": "O1: W on L+ only (the paper's default). C2: W on L+ and M on L- (two-sided)."},
     )
     top_p_ratio: float = field(
-        default=0.1, metadata={"help": "P in [0, 1]: fraction of each advantage-sign set selected by surprisal."}
+        default=0.1,
+        metadata={"help": "P in [0, 1]: fraction of each advantage-sign set selected by surprisal."},
     )
-    reweight_w: float = field(default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."})
+    reweight_w: float = field(
+        default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."}
+    )
     reweight_m: float = field(
         default=0.9, metadata={"help": "M in (0, 1]: weight of L- tokens while the gate is on (C2 only)."}
     )
     target_entropy: float = field(
         default=0.3,
-        metadata={"help": "H_tgt >= 0: the gate is on while the batch token-mean entropy is below it (§4.3)."},
+        metadata={
+            "help": "H_tgt >= 0: the gate is on while the batch token-mean entropy is below it (§4.3)."
+        },
     )
     selection_scope: str = field(
         default="batch",
@@ -109,7 +114,9 @@ def resolve_weights(cfg: StareConfig, ctx: LossContext) -> tuple[float, float]:
 
 
 @register_method("stare", StareConfig)
-def stare_loss(batch: TokenBatch, cfg: StareConfig, surrogate: SurrogateConfig, ctx: LossContext) -> LossOutput:
+def stare_loss(
+    batch: TokenBatch, cfg: StareConfig, surrogate: SurrogateConfig, ctx: LossContext
+) -> LossOutput:
     """STARE: the dual-clip PPO surrogate with gated surprisal-targeted token weights (STARE §4).
 
     Objective (token-mean): ``J = (1/N) sum_t omega_t * min(r_t A_t, clip(r_t) A_t)`` with
@@ -130,7 +137,9 @@ def stare_loss(batch: TokenBatch, cfg: StareConfig, surrogate: SurrogateConfig, 
         in unless global thresholds are given (``selection_scope="global"``). Weights multiply the loss
         after clipping, and token-mean still divides by the number of valid tokens (not the sum of weights).
     """
-    clipped, metrics = clipped_surrogate(batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate)
+    clipped, metrics = clipped_surrogate(
+        batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate
+    )
     t_plus, t_minus, l_plus, l_minus = stare_selection(batch, cfg, ctx)
     w, m = resolve_weights(cfg, ctx)
     gate_on = True if ctx.gate_on is None else bool(ctx.gate_on)  # STARE §4.3: gate from the controller
@@ -140,7 +149,10 @@ def stare_loss(batch: TokenBatch, cfg: StareConfig, surrogate: SurrogateConfig, 
     token_loss = clipped * weights  # (B, T) weights are constants: no gradient through them
     metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, weights, t_plus, t_minus, l_plus, l_minus))
     return LossOutput(
-        token_loss=token_loss, token_weights=weights, metrics=metrics, masks={"l_plus": l_plus, "l_minus": l_minus}
+        token_loss=token_loss,
+        token_weights=weights,
+        metrics=metrics,
+        masks={"l_plus": l_plus, "l_minus": l_minus},
     )
 
 

@@ -77,7 +77,9 @@ class SteerConfig:
 def steer_omega(batch: TokenBatch) -> torch.Tensor:
     """``(B, T)`` |Omega| at every position (detached); raises if the batch has no entropy."""
     if batch.entropy is None:
-        raise ValueError("method 'steer' needs batch.entropy (the (B, T) old-policy entropy); got entropy=None")
+        raise ValueError(
+            "method 'steer' needs batch.entropy (the (B, T) old-policy entropy); got entropy=None"
+        )
     return steer_omega_abs(batch.log_prob, batch.old_log_prob, batch.advantages, batch.entropy)
 
 
@@ -107,7 +109,9 @@ def steer_token_weights(
         k = -torch.log(torch.tensor(w_min, dtype=dt, device=dev)) / torch.maximum(o_max, floor)
         w = torch.clamp(torch.exp(-k * omega), min=w_min, max=1.0)  # (B, T)
     else:
-        o_min = torch.as_tensor(ctx.omega_min, dtype=dt, device=dev) if ctx.omega_min is not None else vals.min()
+        o_min = (
+            torch.as_tensor(ctx.omega_min, dtype=dt, device=dev) if ctx.omega_min is not None else vals.min()
+        )
         w_max = cfg.token_weight_max
         if bool(o_max > o_min):
             scale = (w_max - w_min) / (o_max - o_min)
@@ -119,7 +123,9 @@ def steer_token_weights(
 
 
 @register_method("steer", SteerConfig)
-def steer_loss(batch: TokenBatch, cfg: SteerConfig, surrogate: SurrogateConfig, ctx: LossContext) -> LossOutput:
+def steer_loss(
+    batch: TokenBatch, cfg: SteerConfig, surrogate: SurrogateConfig, ctx: LossContext
+) -> LossOutput:
     """STEER: the dual-clip PPO surrogate with weights from the estimated entropy change.
 
     Objective (token-mean): ``J = (1/N) sum_t w(|Omega_t|) * min(r_t A_t, clip(r_t) A_t)``, with
@@ -139,7 +145,9 @@ def steer_loss(batch: TokenBatch, cfg: SteerConfig, surrogate: SurrogateConfig, 
         engine passes global values (``selection_scope="global"``, :func:`steer_global_stats`).
     """
     omega = steer_omega(batch)  # (B, T)
-    clipped, metrics = clipped_surrogate(batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate)
+    clipped, metrics = clipped_surrogate(
+        batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate
+    )
     valid = batch.valid
     weights = steer_token_weights(omega, valid, cfg, ctx)  # (B, T)
     metrics.update(_steer_metrics(batch, surrogate, omega, weights))
