@@ -1,0 +1,55 @@
+"""Random ``TokenBatch`` factory shared by the core method tests (not a test module)."""
+
+from __future__ import annotations
+
+import torch
+
+from stare_rl.types import TokenBatch
+
+
+def random_batch(
+    seed: int,
+    b: int = 4,
+    t: int = 8,
+    *,
+    mask_p: float = 0.8,
+    offpolicy: bool = True,
+    token_adv: bool = False,
+    dtype: torch.dtype = torch.float32,
+) -> TokenBatch:
+    """A GRPO-like batch: ragged mask, per-row advantages broadcast over tokens, entropy in [0, 4].
+
+    ``log_prob`` is a leaf tensor with ``requires_grad=True``; ``token_adv`` draws a fresh advantage per token.
+    """
+    g = torch.Generator().manual_seed(seed)
+    log_prob = -torch.empty(b, t, dtype=dtype).exponential_(1.0, generator=g)  # (B, T) log pi in (-inf, 0]
+    noise = 0.3 * torch.randn(b, t, generator=g, dtype=dtype) if offpolicy else torch.zeros(b, t, dtype=dtype)
+    old_log_prob = log_prob + noise
+    mask = (torch.rand(b, t, generator=g) < mask_p).to(dtype)  # (B, T)
+    if token_adv:
+        adv = torch.randn(b, t, generator=g, dtype=dtype)
+    else:
+        adv = torch.randn(b, 1, generator=g, dtype=dtype).expand(b, t).clone()
+    adv = adv * mask
+    entropy = 4.0 * torch.rand(b, t, generator=g, dtype=dtype)
+    return TokenBatch(
+        log_prob=log_prob.requires_grad_(True),
+        old_log_prob=old_log_prob,
+        advantages=adv,
+        mask=mask,
+        entropy=entropy,
+    )
+
+
+def with_(batch: TokenBatch, **changes: torch.Tensor | None) -> TokenBatch:
+    """Copy of ``batch`` with some fields replaced; ``log_prob`` becomes a fresh leaf requiring grad."""
+    fields = {
+        "log_prob": batch.log_prob,
+        "old_log_prob": batch.old_log_prob,
+        "advantages": batch.advantages,
+        "mask": batch.mask,
+        "entropy": batch.entropy,
+    }
+    fields.update(changes)
+    fields["log_prob"] = fields["log_prob"].detach().clone().requires_grad_(True)
+    return TokenBatch(**fields)
