@@ -1,0 +1,373 @@
+"""TRL engine adapter: a GRPOTrainer whose loss is a registered stare-rl method. Built against trl==1.16.0.
+
+This is the only module that imports ``trl``. It translates, nothing more:
+
+- tensors: TRL's completion batch -> :class:`~stare_rl.types.TokenBatch` (TRL's own per-token log-probs and
+  full-vocabulary entropies, computed at the sampling temperature) -> ``compute_loss`` + ``aggregate``;
+- controllers: once per generation batch, before any update on it, the token-mean entropy of the current
+  policy over all valid completion tokens of the batch (all ranks) updates the STARE gate / W-M schedule /
+  adaptive entropy coefficient (:mod:`stare_rl.control`); the frozen context is used for every update on
+  that batch; global-scope thresholds are computed from the same pass;
+- metrics: verl names (``actor/*``, ``critic/*``, ``response_length/*``) plus ``stare/*`` and
+  ``quadrant/*``, into TRL's ``_metrics`` (hence every ``report_to`` logger) and ``metrics.jsonl``;
+- checkpoints: controller state in ``checkpoint-N/stare_controller.json`` (atomic), restored on resume.
+
+TRL private hooks overridden (checked by ``tests/test_trl_engine.py``): :data:`TRL_HOOKS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from stare_rl.advantages import compute_advantages, dynamic_sampling_mask
+from stare_rl.aggregate import aggregate
+from stare_rl.analysis.quadrants import quadrant_stats
+from stare_rl.control import AdaptiveEntropyCoef, StareGate, StareWeightSchedule, global_stats, make_context
+from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
+from stare_rl.registry import compute_loss
+from stare_rl.runlog import CONTROLLER_FILE, MetricsWriter, read_json, write_json_atomic
+from stare_rl.train_config import LossSetup
+from stare_rl.types import LossContext, TokenBatch
+
+logger = logging.getLogger(__name__)
+
+TRL_VERSION = "1.16.0"
+# name -> parameters (after self) of the GRPOTrainer methods this adapter overrides or calls.
+TRL_HOOKS: dict[str, tuple[str, ...]] = {
+    "_generate_and_score_completions": ("inputs",),
+    "_calculate_rewards": ("inputs", "prompts", "completions", "completion_ids_list"),
+    "_compute_loss": ("model", "inputs"),
+    "_get_per_token_logps_and_entropies": ("model", "input_ids", "attention_mask", "logits_to_keep"),
+    "_save_checkpoint": ("model", "trial"),
+    "_load_optimizer_and_scheduler": ("checkpoint",),
+}
+# Keys of a TRL batch forwarded to the model (multimodal inputs pass through untouched).
+_FORWARD_KEYS = (
+    "pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes", "num_tiles",
+    "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids",
+)
+# TRL metric name -> verl name.
+_VERL_NAMES = {
+    "reward": "critic/score/mean",
+    "reward_std": "critic/score/std",
+    "completions/mean_length": "response_length/mean",
+    "completions/max_length": "response_length/max",
+    "completions/min_length": "response_length/min",
+    "completions/clipped_ratio": "response_length/clip_ratio",
+    "grad_norm": "actor/grad_norm",
+    "learning_rate": "actor/lr",
+}
+_ACTOR_METRICS = {"pg_clipfrac", "pg_clipfrac_lower", "ppo_kl", "entropy_coef", "entropy"}
+# GRPOConfig fields that stare-rl replaces: field -> (TRL default, what to use instead).
+SUPERSEDED_FIELDS: dict[str, tuple[Any, str]] = {
+    "loss_type": ("dapo", "loss_agg_mode"),
+    "epsilon": (0.2, "clip_ratio_low"),
+    "epsilon_high": (None, "clip_ratio_high"),
+    "delta": (None, "clip_ratio_c (dual clip)"),
+    "scale_rewards": ("group", "advantage_estimator (grpo | drgrpo | rloo)"),
+    "top_entropy_quantile": (1.0, "method high_entropy (rho)"),
+    "entropy_coef": (0.0, "entropy_bonus fixed|adaptive and bonus_coef"),
+    "use_adaptive_entropy": (False, "entropy_bonus adaptive"),
+    "importance_sampling_level": ("token", "a token-level method"),
+    "off_policy_mask_threshold": (None, "(not supported)"),
+    "beta": (0.0, "(KL to a reference model is not supported by stare-rl methods)"),
+    "multi_objective_aggregation": ("sum_then_normalize", "(a single reward)"),
+}
+
+
+@dataclasses.dataclass
+class StareGRPOConfig(GRPOConfig):
+    """TRL's GRPOConfig with stare-rl defaults: log every step; bf16 only where a CUDA device exists."""
+
+    logging_steps: float = dataclasses.field(
+        default=1, metadata={"help": "Log (and write metrics.jsonl) every this many optimizer steps."}
+    )
+    bf16: bool | None = dataclasses.field(
+        default=None, metadata={"help": "bf16 mixed precision; default: on when a CUDA device is present, else off."}
+    )
+
+    def __post_init__(self) -> None:
+        if self.bf16 is None and not torch.cuda.is_available():
+            self.bf16 = False
+        super().__post_init__()
+
+
+def check_superseded(args: GRPOConfig) -> None:
+    """ValueError if a GRPOConfig field that a stare-rl field replaces was changed from TRL's default."""
+    for name, (default, instead) in SUPERSEDED_FIELDS.items():
+        value = getattr(args, name)
+        if value != default:
+            raise ValueError(f"{name}={value!r} is TRL's own loss setting and is not used by stare-rl; use {instead}")
+
+
+def make_reward_func(
+    fn: Callable[[str, str], float], timeout_s: float, name: str = "reward", answer_key: str = "answer"
+) -> Callable[..., list[float]]:
+    """A TRL reward function scoring each completion with ``fn(completion, answer)`` (0 on error or timeout).
+
+    Failures are counted: ``reward/errors`` (per batch) through TRL's ``log_metric`` hook.
+    """
+    from stare_rl.tasks.rewards import safe_reward
+
+    def reward_func(prompts: list, completions: list, **kwargs: Any) -> list[float]:
+        answers = kwargs.get(answer_key)
+        if answers is None:
+            raise ValueError(f"the dataset has no {answer_key!r} column for the reward function")
+        scores, errors = [], 0
+        for completion, answer in zip(completions, answers, strict=True):
+            text = completion if isinstance(completion, str) else completion[-1]["content"]
+            score, err = safe_reward(fn, text, answer, timeout_s)
+            errors += err is not None
+            scores.append(float(score))
+        if kwargs.get("log_metric") is not None:
+            kwargs["log_metric"]("reward/errors", float(errors))
+        return scores
+
+    reward_func.__name__ = name
+    return reward_func
+
+
+class StareGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer whose policy loss is ``stare_rl.registry.compute_loss(setup.method, ...)``.
+
+    Args:
+        setup: the loss set-up (method + configs + options).
+        metrics_path: where to write ``metrics.jsonl`` (default: ``<output_dir>/metrics.jsonl``).
+        *args, **kwargs: GRPOTrainer's.
+    """
+
+    def __init__(self, *args: Any, setup: LossSetup, metrics_path: str | os.PathLike | None = None, **kwargs: Any):
+        self.setup = setup
+        self._controllers = _make_controllers(setup)
+        self._ctx = LossContext()
+        self._rewards: torch.Tensor | None = None
+        super().__init__(*args, **kwargs)
+        check_superseded(self.args)
+        path = metrics_path or Path(self.args.output_dir) / "metrics.jsonl"
+        self.add_callback(MetricsJsonlCallback(path))
+
+    # ----- generation side: rewards, advantages, DAPO filter, controllers (once per generation batch) -----
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._rewards = rewards_per_func  # (N_global, F), gathered over ranks
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):  # type: ignore[override]
+        out = super()._generate_and_score_completions(inputs)
+        if not self.model.training or self._rewards is None:
+            return out
+        n_local = out["completion_ids"].size(0)
+        local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
+        weights = self.reward_weights.to(self._rewards.device)
+        rewards = torch.nan_to_num((self._rewards * weights).nansum(dim=1), nan=0.0)  # (N_global,)
+        adv = compute_advantages(self.setup.advantage_estimator, rewards, group_size=self.num_generations)
+        out["advantages"] = adv[local].to(out["advantages"].dtype)  # (B,) replaces TRL's estimator
+        keep = torch.ones(n_local, device=rewards.device)
+        if self.setup.dynamic_sampling:  # DAPO §3.2
+            keep = dynamic_sampling_mask(rewards, group_size=self.num_generations)[local].float()
+            self._metrics["train"]["stare/dynamic_sampling_kept"].append(float(keep.mean()))
+        out["stare_keep"] = keep  # (B,) 1 = the row takes part in the loss
+        mask = _loss_mask(out)  # (B, T)
+        out["stare_norm_tokens"], out["stare_norm_seqs"] = self._window_normalizers(mask)  # 0-dim each
+        self._ctx = self._update_controllers(out, mask)
+        return out
+
+    def _window_normalizers(self, mask: torch.Tensor) -> torch.Tensor:
+        """``[tokens, seqs]`` of one optimizer window per rank, as the aggregate() denominators.
+
+        Each micro-batch loss is ``sum / (global window count / world)``: DDP averages over ranks and the
+        accumulated micro-batches then sum to the global-window mean (verl's ``agg_loss`` semantics).
+        """
+        counts = torch.stack([mask.sum(), (mask.sum(-1) > 0).sum()]).float()  # tokens, non-empty rows
+        counts = self.accelerator.reduce(counts, reduction="sum")  # whole generation batch, all ranks
+        scale = self.current_gradient_accumulation_steps / self.args.steps_per_generation
+        return counts * scale / self.accelerator.num_processes
+
+    @torch.no_grad()
+    def _update_controllers(self, out: dict[str, Any], mask: torch.Tensor) -> LossContext:
+        """STARE §4.3: entropy of the current policy on this generation batch -> controllers -> frozen context."""
+        scope_global = self.setup.selection_scope == "global"
+        if not self._controllers and not scope_global:
+            return LossContext()
+        logps, entropies = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
+        adv = out["advantages"].unsqueeze(1).expand_as(logps) * mask  # (B, T)
+        batch = TokenBatch(logps.float(), logps.float(), adv.float(), mask, entropies.float())
+        from stare_rl.control import global_token_mean
+
+        h = global_token_mean(batch)  # token-mean over all valid tokens, all ranks
+        metrics = {"stare/batch_entropy": h}
+        for ctrl in self._controllers.values():
+            ctrl.update(h)
+            metrics.update({f"stare/{k}": float(v) for k, v in ctrl.context_fields().items()})
+        stats = global_stats(self.setup.method, batch, self.setup.method_config) if scope_global else {}
+        for key, value in metrics.items():
+            self._metrics["train"][key].append(float(value))
+        return make_context(
+            gate=self._controllers.get("gate"),
+            schedule=self._controllers.get("schedule"),
+            entropy_coef=self._controllers.get("adaptive_entropy"),
+            **stats,
+        )
+
+    # ----- update side: the loss on one micro-batch -----
+    def _forward(self, model: Any, inputs: dict[str, Any], compute_entropy: bool) -> tuple[torch.Tensor, Any]:
+        input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+        attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        logps, entropies, _ = self._get_per_token_logps_and_entropies(
+            model,
+            input_ids,
+            attention_mask,
+            inputs["completion_ids"].size(1),
+            batch_size=self.args.per_device_train_batch_size,
+            compute_entropy=compute_entropy,
+            **{k: inputs.get(k) for k in _FORWARD_KEYS},
+        )
+        return logps, entropies
+
+    def _compute_loss(self, model, inputs):  # type: ignore[override]
+        if not self.model.training:  # evaluation loss: plain vanilla token-mean, no controller
+            return super()._compute_loss(model, inputs)
+        logps, entropies = self._forward(model, inputs, compute_entropy=True)  # (B, T), grad flows
+        mask = _loss_mask(inputs)  # (B, T)
+        old = inputs.get("old_per_token_logps")
+        old = logps.detach() if old is None else old  # on-policy: TRL skips the old forward
+        adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
+        batch = TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype))
+        ctx = dataclasses.replace(self._ctx, generator=self._generator())
+        out = compute_loss(self.setup.method, batch, self.setup.method_config, self.setup.surrogate, ctx)
+        policy_token_loss = out.token_loss
+        if self.setup.entropy_bonus is not None or self.setup.adaptive_entropy is not None:
+            out = add_entropy_bonus(out, batch, self.setup.entropy_bonus or EntropyBonusConfig(), ctx)
+        token_loss = out.token_loss
+        if "importance_sampling_ratio" in inputs:  # vLLM sampler/trainer mismatch correction (TRL semantics)
+            token_loss = token_loss * inputs["importance_sampling_ratio"]
+        tokens, seqs = float(inputs["stare_norm_tokens"]), float(inputs["stare_norm_seqs"])
+        agg = dict(mode=self.setup.surrogate.loss_agg_mode, global_tokens=tokens, global_seqs=seqs,
+                   norm_length=self.max_completion_length)
+        loss = aggregate(token_loss, mask, **agg)
+        with torch.no_grad():
+            pg_loss = aggregate(policy_token_loss, mask, **agg) * self.current_gradient_accumulation_steps
+            self._log_step_metrics(batch, out, pg_loss)
+        return loss
+
+    def _generator(self) -> torch.Generator:
+        """Per-micro-batch RNG for methods with random choices: a function of (seed, step), so resume-exact."""
+        micro = self.state.global_step * self.current_gradient_accumulation_steps + self._step % max(
+            self.current_gradient_accumulation_steps, 1
+        )
+        return torch.Generator(device=self.accelerator.device).manual_seed(self.args.seed * 1_000_003 + micro)
+
+    def _log_step_metrics(self, batch: TokenBatch, out: Any, pg_loss: torch.Tensor) -> None:
+        """Scalar metrics of one micro-batch, averaged over ranks, into TRL's metric buffer (one sync)."""
+        valid = batch.mask_f
+        n = valid.sum().clamp(min=1.0)
+        m: dict[str, torch.Tensor] = {
+            "actor/pg_loss": pg_loss,
+            "actor/entropy": (batch.entropy.detach() * valid).sum() / n,
+            "stare/mean_weight": (out.token_weights * valid).sum() / n,
+        }
+        for key in ("l_plus", "l_minus"):
+            if key in out.masks:
+                m[f"stare/{key}_frac"] = (out.masks[key] & batch.valid).sum() / n
+        for key, value in out.metrics.items():
+            name = key if "/" in key else (f"actor/{key}" if key in _ACTOR_METRICS else f"{self.setup.method}/{key}")
+            m.setdefault(name, value)
+        if self.setup.quadrant_metrics:
+            m.update(quadrant_stats(batch.log_prob, batch.entropy, batch.advantages, batch.mask,
+                                    l_plus=out.masks.get("l_plus"), l_minus=out.masks.get("l_minus")))
+        names = list(m)
+        values = torch.stack([torch.as_tensor(v, dtype=torch.float32, device=pg_loss.device).reshape(())
+                              for v in m.values()])
+        values = self.accelerator.reduce(values, reduction="mean")
+        for name, value in zip(names, values.tolist(), strict=True):
+            self._metrics["train"][name].append(value)
+
+    # ----- logging and checkpoints -----
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:  # type: ignore[override]
+        mode = "train" if self.model.training else "eval"
+        buffer = self._metrics[mode]
+        for trl_name, verl_name in _VERL_NAMES.items():
+            if trl_name in buffer:
+                buffer[verl_name] = buffer.pop(trl_name)
+            if trl_name in logs:
+                logs[verl_name] = logs.pop(trl_name)
+        super().log(logs, start_time)
+
+    def controller_state(self) -> dict[str, Any]:
+        return {name: ctrl.state_dict() for name, ctrl in self._controllers.items()}
+
+    def _save_checkpoint(self, model, trial):  # type: ignore[override]
+        super()._save_checkpoint(model, trial)
+        if self.args.should_save:
+            ckpt = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
+            write_json_atomic(ckpt / CONTROLLER_FILE, {"controllers": self.controller_state()})
+
+    def _load_optimizer_and_scheduler(self, checkpoint):  # type: ignore[override]
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        path = Path(checkpoint) / CONTROLLER_FILE
+        if not path.exists():
+            if self._controllers:
+                logger.warning("%s has no %s: controllers start fresh", checkpoint, CONTROLLER_FILE)
+            return
+        saved = read_json(path)["controllers"]
+        for name, ctrl in self._controllers.items():
+            if name in saved:
+                ctrl.load_state_dict(saved[name])
+
+
+def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
+    """``(B, T)`` float mask: completion tokens (minus tool output) of rows kept by dynamic sampling."""
+    mask = batch["completion_mask"].float()
+    if "tool_mask" in batch:
+        mask = mask * batch["tool_mask"].float()
+    return mask * batch["stare_keep"].unsqueeze(1).to(mask.dtype)
+
+
+def _make_controllers(setup: LossSetup) -> dict[str, Any]:
+    """The controllers a set-up needs, by name (the names key their saved state)."""
+    ctrls: dict[str, Any] = {}
+    if setup.method == "stare":
+        ctrls["gate"] = StareGate(setup.method_config.target_entropy)
+        if setup.adaptive_weights is not None:
+            ctrls["schedule"] = StareWeightSchedule.from_config(setup.method_config, **setup.adaptive_weights)
+    if setup.adaptive_entropy is not None:
+        ctrls["adaptive_entropy"] = AdaptiveEntropyCoef(**setup.adaptive_entropy)
+    return ctrls
+
+
+class MetricsJsonlCallback(TrainerCallback):
+    """Writes every log of the trainer as one line of ``metrics.jsonl`` (main process only)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.writer: MetricsWriter | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+        if state.is_world_process_zero:
+            self.writer = MetricsWriter(self.path, resume_step=state.global_step if state.global_step else None)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
+        if self.writer is not None and logs:
+            self.writer.write(state.global_step, logs)
+
+
+__all__ = [
+    "TRL_HOOKS",
+    "TRL_VERSION",
+    "MetricsJsonlCallback",
+    "StareGRPOConfig",
+    "StareGRPOTrainer",
+    "check_superseded",
+    "make_reward_func",
+]

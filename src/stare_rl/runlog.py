@@ -1,0 +1,160 @@
+"""Run directory layout and the ``metrics.jsonl`` log every training run writes.
+
+A run directory (``stare train --output_dir DIR``) holds::
+
+    config.yaml          the fully resolved configuration of the run (re-runnable with --config)
+    metrics.jsonl        one JSON object per logged step, always with "step"; flushed line by line
+    checkpoint-<N>/      TRL/HF checkpoints (model, optimizer, RNG, trainer_state.json) plus
+                         stare_controller.json (controller state, written atomically)
+    model/               the final policy (a normal Hugging Face model dir, tokenizer included)
+    eval.json            held-out evaluation of model/ (``stare eval`` format)
+
+Nothing here imports an engine: the TRL adapter writes through :class:`MetricsWriter`, the report reads
+through :func:`read_metrics`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+METRICS_FILE = "metrics.jsonl"
+CONFIG_FILE = "config.yaml"
+MODEL_DIR = "model"
+EVAL_FILE = "eval.json"
+CONTROLLER_FILE = "stare_controller.json"
+_CKPT = re.compile(r"^checkpoint-(\d+)$")
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Paths inside one run directory."""
+
+    root: Path
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / METRICS_FILE
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG_FILE
+
+    @property
+    def model(self) -> Path:
+        return self.root / MODEL_DIR
+
+    @property
+    def eval(self) -> Path:
+        return self.root / EVAL_FILE
+
+    def checkpoints(self) -> list[Path]:
+        """``checkpoint-N`` directories sorted by N."""
+        if not self.root.is_dir():
+            return []
+        found = [(int(m.group(1)), p) for p in self.root.iterdir() if (m := _CKPT.match(p.name)) and p.is_dir()]
+        return [p for _, p in sorted(found)]
+
+    def last_checkpoint(self) -> Path | None:
+        ckpts = self.checkpoints()
+        return ckpts[-1] if ckpts else None
+
+
+def _jsonable(value: Any) -> Any:
+    """Floats that JSON cannot hold (NaN, inf) become ``None``; tensors/numpy scalars become Python numbers."""
+    if hasattr(value, "item") and callable(value.item):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` through a temporary file and ``os.replace`` (never half-written)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=2, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    with open(path) as f:
+        return json.load(f)
+
+
+class MetricsWriter:
+    """Appends one JSON object per line to ``metrics.jsonl`` and flushes it at once.
+
+    Args:
+        path: the ``metrics.jsonl`` file (its directory is created).
+        resume_step: when resuming from a checkpoint at this step, lines with a larger ``step`` (written by
+            the interrupted run after its last checkpoint) are dropped first, so the file holds each step once.
+    """
+
+    def __init__(self, path: str | os.PathLike, resume_step: int | None = None) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if resume_step is not None and self.path.exists():
+            kept = [r for r in read_metrics(self.path) if int(r.get("step", 0)) <= resume_step]
+            tmp = self.path.with_suffix(".jsonl.tmp")
+            tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
+            os.replace(tmp, self.path)
+
+    def write(self, step: int, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Append ``{"step": step, **metrics}`` (non-finite floats as null) and flush; returns the record."""
+        record = {"step": int(step), **{k: _jsonable(v) for k, v in metrics.items() if k != "step"}}
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+        return record
+
+
+def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """All records of a ``metrics.jsonl`` (a run dir or the file); a torn last line is skipped."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / METRICS_FILE
+    records = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a run killed mid-write leaves at most one partial line
+    return records
+
+
+def describe_run_dir(root: str | os.PathLike) -> str:
+    """A few human-readable lines listing what a run directory contains."""
+    layout = RunLayout(Path(root))
+    lines = [f"run directory: {layout.root.resolve()}"]
+    entries = [
+        (layout.config, "resolved config (re-run with `stare train --config` on it)"),
+        (layout.metrics, "per-step metrics, one JSON object per line"),
+        (layout.model, "final policy, a Hugging Face model dir (`stare eval --model` it)"),
+        (layout.eval, "held-out evaluation of the final policy"),
+    ]
+    for path, what in entries:
+        if path.exists():
+            lines.append(f"  {path.name:<16} {what}")
+    ckpts = layout.checkpoints()
+    if ckpts:
+        lines.append(f"  checkpoint-*/    {len(ckpts)} checkpoint(s), last {ckpts[-1].name} (resume_from_checkpoint)")
+    return "\n".join(lines)

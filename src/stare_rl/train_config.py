@@ -1,0 +1,240 @@
+"""Configuration of ``stare train``: model/task fields, method selection, and the engine-agnostic loss set-up.
+
+The command line is TRL's convention: GRPOConfig fields (the engine) + :class:`ModelTaskArgs` +
+:class:`MethodArgs` + :class:`stare_rl.surrogate.SurrogateConfig` + the chosen method's own config class,
+from a YAML file (``--config``) overridden by ``--key value`` flags. Defaults live in those dataclasses only;
+``configs/default.yaml`` is the embedded offline run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stare_rl.entropy_bonus import EntropyBonusConfig
+from stare_rl.surrogate import SurrogateConfig
+
+DEFAULT_CONFIG = "default.yaml"
+REWARDS = ("auto", "task", "math")
+
+
+@dataclass(frozen=True)
+class ModelTaskArgs:
+    """What to train and on which data."""
+
+    model: str = field(
+        default="tiny",
+        metadata={
+            "help": "'tiny': the project's ~1M-parameter model for `task`, warm-started by SFT and cached in "
+            "cache_dir. Otherwise a local Hugging Face model dir or a Hub id (pre-downloaded; no download at run time)."
+        },
+    )
+    task: str = field(
+        default="arithmetic",
+        metadata={"help": "Embedded offline task generating prompts and verifiable rewards (e.g. arithmetic, countdown)."},
+    )
+    dataset: str | None = field(
+        default=None,
+        metadata={
+            "help": "Training data instead of the embedded task: a parquet/jsonl file or a saved HF dataset dir with "
+            "{prompt, answer} or the verl/DAPO schema (prompt as chat messages, reward_model.ground_truth)."
+        },
+    )
+    eval_dataset: str | None = field(
+        default=None, metadata={"help": "Held-out data for the final evaluation (default: a held-out task split)."}
+    )
+    reward: str = field(
+        default="auto",
+        metadata={"help": "auto | task | math. auto: the task's reward, or math-verify on \\boxed{} for a dataset."},
+    )
+    train_size: int = field(default=4096, metadata={"help": "Number of training prompts drawn from the task."})
+    eval_size: int = field(default=256, metadata={"help": "Number of held-out prompts for the final evaluation."})
+    eval_k: int = field(default=8, metadata={"help": "Samples per prompt in the final evaluation (avg@k, pass@k)."})
+    final_eval: bool = field(default=True, metadata={"help": "Evaluate the final model and write eval.json."})
+    cache_dir: str = field(
+        default="~/.cache/stare-rl", metadata={"help": "Where the warm-started tiny models are cached."}
+    )
+    reward_timeout_s: float = field(
+        default=10.0, metadata={"help": "A reward call running longer scores 0 (counted in reward/errors)."}
+    )
+
+    def __post_init__(self) -> None:
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward={self.reward!r} is not one of {list(REWARDS)}")
+        for name in ("train_size", "eval_size", "eval_k"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
+        if not (math.isfinite(self.reward_timeout_s) and self.reward_timeout_s > 0):
+            raise ValueError(f"reward_timeout_s={self.reward_timeout_s} must be a finite number > 0")
+        for name in ("dataset", "eval_dataset"):
+            path = getattr(self, name)
+            if path is not None and not Path(path).expanduser().exists():
+                raise ValueError(f"{name}={path!r}: no such file or directory")
+        if self.model != "tiny" and _looks_like_path(self.model) and not Path(self.model).expanduser().exists():
+            raise ValueError(f"model={self.model!r}: no such directory")
+
+
+def _looks_like_path(s: str) -> bool:
+    return s.startswith((".", "/", "~")) or s.count("/") > 1
+
+
+@dataclass(frozen=True)
+class MethodArgs:
+    """Which registered loss to train with, and the controllers and batch-level options around it.
+
+    ``None`` for a controller setting means the controller's own default (:mod:`stare_rl.control`).
+    """
+
+    method: str = field(
+        default="stare",
+        metadata={"help": "Registered method: vanilla, stare, steer, kl_cov, clip_cov, high_entropy. Its own "
+                  "fields are listed by `stare train --method NAME --help`."},
+    )
+    advantage_estimator: str = field(
+        default="grpo", metadata={"help": "Registered advantage estimator: grpo | drgrpo | rloo (stare_rl.advantages)."}
+    )
+    dynamic_sampling: bool = field(
+        default=False,
+        metadata={"help": "DAPO dynamic sampling: drop prompt groups whose rewards all agree from the loss."},
+    )
+    entropy_bonus: str = field(
+        default="off", metadata={"help": "off | fixed | adaptive: entropy bonus added to any method's loss."}
+    )
+    bonus_coef: float | None = field(
+        default=None, metadata={"help": "Fixed bonus coefficient, or the adaptive controller's initial value."}
+    )
+    bonus_target_entropy: float | None = field(
+        default=None, metadata={"help": "Adaptive bonus: target token-mean entropy (the coefficient grows below it)."}
+    )
+    bonus_step: float | None = field(default=None, metadata={"help": "Adaptive bonus: coefficient step per batch."})
+    bonus_coef_min: float | None = field(default=None, metadata={"help": "Adaptive bonus: lower bound."})
+    bonus_coef_max: float | None = field(default=None, metadata={"help": "Adaptive bonus: upper bound."})
+    adaptive_weights: bool = field(
+        default=False, metadata={"help": "STARE §4.4: adapt W and M every batch from the entropy error (stare only)."}
+    )
+    weights_alpha: float | None = field(default=None, metadata={"help": "Adaptive W/M: step per batch."})
+    weights_w_max: float | None = field(default=None, metadata={"help": "Adaptive W/M: upper bound of W."})
+    weights_m_min: float | None = field(default=None, metadata={"help": "Adaptive W/M: lower bound of M."})
+    quadrant_metrics: bool = field(
+        default=True, metadata={"help": "Log the four-quadrant token diagnostics (quadrant/*) every step."}
+    )
+
+    def __post_init__(self) -> None:
+        from stare_rl.advantages import list_advantages
+        from stare_rl.registry import get_method
+
+        get_method(self.method)  # unknown method -> ValueError listing the known ones
+        if self.advantage_estimator not in list_advantages():
+            raise ValueError(f"advantage_estimator={self.advantage_estimator!r} is not one of {list_advantages()}")
+        if self.entropy_bonus not in BONUS_MODES:
+            raise ValueError(f"entropy_bonus={self.entropy_bonus!r} is not one of {list(BONUS_MODES)}")
+        if self.adaptive_weights and self.method != "stare":
+            raise ValueError(f"adaptive_weights=True needs method='stare', got method={self.method!r}")
+
+    def _given(self, prefix: str, names: tuple[str, ...]) -> dict[str, float]:
+        return {n: getattr(self, prefix + n) for n in names if getattr(self, prefix + n) is not None}
+
+    def loss_setup(self, method_config: Any, surrogate: SurrogateConfig) -> LossSetup:
+        """The engine-agnostic :class:`LossSetup` (controller settings validated by building them)."""
+        from stare_rl.control import AdaptiveEntropyCoef, StareWeightSchedule
+
+        bonus = adaptive = weights = None
+        if self.entropy_bonus == "fixed":
+            bonus = EntropyBonusConfig() if self.bonus_coef is None else EntropyBonusConfig(coef=self.bonus_coef)
+        elif self.entropy_bonus == "adaptive":
+            adaptive = self._given("bonus_", ("target_entropy", "step", "coef_min", "coef_max"))
+            if self.bonus_coef is not None:
+                adaptive["init"] = self.bonus_coef
+            AdaptiveEntropyCoef(**adaptive)  # validates
+        if self.adaptive_weights:
+            weights = self._given("weights_", ("alpha", "w_max", "m_min"))
+            StareWeightSchedule.from_config(method_config, **weights)  # validates
+        return LossSetup(
+            method=self.method,
+            method_config=method_config,
+            surrogate=surrogate,
+            advantage_estimator=self.advantage_estimator,
+            dynamic_sampling=self.dynamic_sampling,
+            entropy_bonus=bonus,
+            adaptive_entropy=adaptive,
+            adaptive_weights=weights,
+            quadrant_metrics=self.quadrant_metrics,
+        )
+
+
+BONUS_MODES = ("off", "fixed", "adaptive")
+
+
+@dataclass(frozen=True)
+class LossSetup:
+    """Everything the engine adapter needs to build the loss; engine-agnostic and frozen.
+
+    Args:
+        method: registered method name.
+        method_config: an instance of the method's config class.
+        surrogate: the shared clip settings.
+        advantage_estimator: registered estimator name.
+        dynamic_sampling: DAPO filter on/off.
+        entropy_bonus: fixed entropy bonus, or ``None`` (off or adaptive).
+        adaptive_entropy: keyword arguments of :class:`stare_rl.control.AdaptiveEntropyCoef`, or ``None``.
+        adaptive_weights: keyword arguments of ``StareWeightSchedule.from_config``, or ``None`` (static W/M).
+        quadrant_metrics: log the quadrant diagnostics.
+    """
+
+    method: str
+    method_config: Any
+    surrogate: SurrogateConfig = field(default_factory=SurrogateConfig)
+    advantage_estimator: str = "grpo"
+    dynamic_sampling: bool = False
+    entropy_bonus: EntropyBonusConfig | None = None
+    adaptive_entropy: dict[str, float] | None = None
+    adaptive_weights: dict[str, float] | None = None
+    quadrant_metrics: bool = True
+
+    @property
+    def selection_scope(self) -> str:
+        return str(getattr(self.method_config, "selection_scope", "batch"))
+
+
+def default_config_text() -> str:
+    """The embedded default YAML (``stare train`` with no ``--config``)."""
+    return resources.files("stare_rl.configs").joinpath(DEFAULT_CONFIG).read_text()
+
+
+def load_yaml_config(path: str | None) -> dict[str, Any]:
+    """A flat ``{field: value}`` mapping from a YAML file (``None``: the embedded default)."""
+    if path is None:
+        text, where = default_config_text(), f"<embedded {DEFAULT_CONFIG}>"
+    else:
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise ValueError(f"config={path!r}: no such file")
+        text, where = p.read_text(), str(p)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ValueError(f"config={where!r} is not valid YAML: {err}") from err
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"config={where!r} must be a mapping of field: value, got {type(data).__name__}")
+    nested = sorted(k for k, v in data.items() if isinstance(v, dict) and k not in _DICT_FIELDS)
+    if nested:
+        raise ValueError(f"config={where!r}: fields must be flat (field: value); nested sections {nested}")
+    return data
+
+
+# GRPOConfig fields whose value is itself a mapping.
+_DICT_FIELDS = {
+    "model_init_kwargs",
+    "generation_kwargs",
+    "chat_template_kwargs",
+    "transformers_continuous_batching_config",
+    "gradient_checkpointing_kwargs",
+    "lr_scheduler_kwargs",
+}
