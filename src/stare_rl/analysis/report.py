@@ -1,0 +1,142 @@
+"""``stare report``: one self-contained HTML page (figures embedded as base64 PNG), the PNGs and a JSON summary.
+
+The final-numbers table has one row per run and, for methods with several seeds, one ``mean [min, max]``
+row per method. "Final" values are the mean of the last :data:`FINAL_WINDOW` logged points, to damp the
+step-to-step noise of a small batch.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from stare_rl.analysis.plots import (
+    ENTROPY_KEYS,
+    FIGURES,
+    REWARD_KEYS,
+    group_by_method,
+    pick_key,
+    render_figure,
+)
+from stare_rl.analysis.runs import METRICS_FILE, Run, read_run
+
+logger = logging.getLogger(__name__)
+
+FINAL_WINDOW = 5
+LENGTH_KEYS = ("response_length/mean", "completions/mean_length")
+
+
+def _values(run: Run, key: str | None) -> np.ndarray:
+    return np.array([v for _, v in run.series.get(key, [])]) if key else np.zeros(0)
+
+
+def run_summary(run: Run, runs: list[Run], band_rel: float) -> dict[str, float | int | str | None]:
+    """Final numbers of one run (``None`` where the run did not log the metric)."""
+    ent = _values(run, pick_key(runs, ENTROPY_KEYS))
+    rew = _values(run, pick_key(runs, REWARD_KEYS))
+    length = _values(run, pick_key(runs, LENGTH_KEYS))
+    steps = [s for series in run.series.values() for s, _ in series]
+    row: dict[str, float | int | str | None] = {
+        "run": run.path.name, "method": run.method, "seed": run.seed, "last_step": max(steps),
+        "entropy_start": float(ent[0]) if ent.size else None,
+        "entropy_final": float(ent[-FINAL_WINDOW:].mean()) if ent.size else None,
+        "entropy_min": float(ent.min()) if ent.size else None,
+        "reward_final": float(rew[-FINAL_WINDOW:].mean()) if rew.size else None,
+        "length_final": float(length[-FINAL_WINDOW:].mean()) if length.size else None,
+        "in_band_frac": None,
+    }
+    t = run.target_entropy
+    if t is not None and ent.size:
+        row["in_band_frac"] = float((np.abs(ent - t) <= band_rel * t).mean())
+    row.update({f"eval:{k}": v for k, v in sorted(run.eval.items())})
+    return row
+
+
+def _warn_step_mismatch(groups: dict[str, list[Run]]) -> None:
+    for method, members in groups.items():
+        ref = members[0]
+        ref_steps = {s for series in ref.series.values() for s, _ in series}
+        for r in members[1:]:
+            steps = {s for series in r.series.values() for s, _ in series}
+            if steps != ref_steps:
+                logger.warning("%s: steps differ from %s (same method %r: %d vs %d steps, last %d vs %d); "
+                               "seeds are averaged where present", r.path / METRICS_FILE, ref.path / METRICS_FILE,
+                               method, len(steps), len(ref_steps), max(steps), max(ref_steps))
+
+
+def method_summary(rows: list[dict]) -> list[dict]:
+    """Per method with >1 seed: for each numeric column ``mean`` and ``[min, max]`` over its runs."""
+    out = []
+    for method in dict.fromkeys(r["method"] for r in rows):
+        members = [r for r in rows if r["method"] == method]
+        if len(members) < 2:
+            continue
+        agg: dict = {"method": method, "runs": len(members)}
+        for k in members[0]:
+            vals = [r.get(k) for r in members]
+            if k in ("seed", "last_step", "run", "method") or not all(isinstance(v, int | float) for v in vals):
+                continue
+            agg[k] = {"mean": float(np.mean(vals)), "min": float(np.min(vals)), "max": float(np.max(vals))}
+        out.append(agg)
+    return out
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, dict):
+        return f"{v['mean']:.4g} [{v['min']:.4g}, {v['max']:.4g}]"
+    return f"{v:.4g}" if isinstance(v, float) else html.escape(str(v))
+
+
+def _table(rows: list[dict], title: str) -> str:
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{_fmt(r.get(c))}</td>" for c in cols) + "</tr>" for r in rows)
+    return f"<h2>{html.escape(title)}</h2><table><tr>{head}</tr>{body}</table>"
+
+
+_CSS = ("body{font-family:sans-serif;margin:2em;max-width:1500px}img{max-width:100%;border:1px solid #ddd}"
+        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px;"
+        "text-align:right}th{background:#f0f0f0}")
+
+
+def build_report(run_dirs: list[str | Path], out_dir: str | Path, band_rel: float = 0.25) -> Path:
+    """Read the runs, draw the figures, write ``report.html``, the PNGs and ``summary.json`` into ``out_dir``.
+
+    Raises:
+        ValueError: when ``run_dirs`` is empty, ``band_rel`` is negative, or no run has usable metrics.
+    """
+    if not run_dirs:
+        raise ValueError("run_dirs is empty: give at least one run directory")
+    if not band_rel >= 0:
+        raise ValueError(f"band_rel={band_rel} must be >= 0")
+    runs = [r for d in run_dirs if (r := read_run(d)) is not None]
+    if not runs:
+        raise ValueError(f"none of run_dirs={[str(d) for d in run_dirs]} has a usable {METRICS_FILE}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    groups = group_by_method(runs)
+    _warn_step_mismatch(groups)
+    figures = [p for f in FIGURES if (p := render_figure(f, runs, out, band_rel)) is not None]
+    rows = [run_summary(r, runs, band_rel) for r in runs]
+    per_method = method_summary(rows)
+    (out / "summary.json").write_text(json.dumps({"runs": rows, "methods": per_method}, indent=2))
+    imgs = "".join(
+        f'<h2>{html.escape(p.stem)}</h2><img alt="{html.escape(p.stem)}" src="data:image/png;base64,'
+        f'{base64.b64encode(p.read_bytes()).decode("ascii")}"/>' for p in figures)
+    listing = "".join(f"<li>{html.escape(r.label)}: <code>{html.escape(str(r.path))}</code></li>" for r in runs)
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>stare report</title><style>{_CSS}"
+            f"</style></head><body><h1>stare report: {len(runs)} run(s), {len(groups)} method(s)</h1>"
+            f"<ul>{listing}</ul>{_table(rows, 'Final numbers per run')}"
+            f"{_table(per_method, 'Per method: mean [min, max] over seeds') if per_method else ''}"
+            f"{imgs}</body></html>")
+    path = out / "report.html"
+    path.write_text(page, encoding="utf-8")
+    logger.info("wrote %s with %d figure(s)", path, len(figures))
+    return path

@@ -1,0 +1,137 @@
+"""`stare report` on synthetic-but-realistic run directories, including bad input."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from stare_rl.analysis.runs import read_metrics, read_run
+from stare_rl.commands.report import main as report_main
+
+TARGET = 0.3
+
+
+def _write_run(root: Path, name: str, method: str, seed: int, steps: int, *, stare: bool) -> Path:
+    """A run directory shaped like `stare train` output: metrics.jsonl, run_config.json, eval.json."""
+    rng = random.Random(seed * 100 + len(method))
+    d = root / name
+    d.mkdir(parents=True)
+    h, w, m = 0.5, 1.0, 1.0
+    lines = []
+    for step in range(1, steps + 1):
+        gate = stare and h < TARGET
+        if stare:  # closed loop holds entropy around the target
+            h += (0.02 if gate else -0.01) + rng.gauss(0, 0.004)
+            w, m = (min(w + 0.01, 1.5), max(m - 0.01, 0.5)) if gate else (max(w - 0.01, 1.0), min(m + 0.01, 1.0))
+        else:  # GRPO: entropy collapses
+            h = 0.5 * math.exp(-step / 25) + 0.05 + rng.gauss(0, 0.004)
+        row = {
+            "step": step, "actor/entropy": h, "stare/batch_entropy": h + rng.gauss(0, 0.002),
+            "actor/pg_loss": rng.gauss(0, 0.05), "critic/score/mean": min(1.0, 0.3 + step / 100 + rng.gauss(0, 0.03)),
+            "response_length/mean": 6.0 + rng.gauss(0, 0.3),
+            "quadrant/pos_high_frac": 0.03, "quadrant/pos_low_frac": 0.45 - 0.001 * step,
+            "quadrant/neg_high_frac": 0.12 + 0.0005 * step, "quadrant/neg_low_frac": 0.3,
+            "quadrant/neg_high_dh_pred": -0.02 + rng.gauss(0, 0.002), "quadrant/pos_high_dh_pred": 0.004,
+            "quadrant/l_plus_share": 0.1 + rng.gauss(0, 0.01), "quadrant/l_minus_share": 0.4 + rng.gauss(0, 0.01),
+        }
+        if stare:
+            row.update({"stare/gate_on": float(gate), "stare/reweight_w": w, "stare/reweight_m": m,
+                        "stare/mean_weight": 1.0 + 0.05 * gate})
+        lines.append(json.dumps(row))
+    (d / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    (d / "run_config.json").write_text(json.dumps(
+        {"method": method, "seed": seed, "stare": {"target_entropy": TARGET}, "lr": 1e-4}))
+    (d / "eval.json").write_text(json.dumps({"avg@8": 0.4 + 0.01 * seed, "pass@8": 0.7, "n": 100}))
+    return d
+
+
+def _check_png(path: Path) -> None:
+    assert path.is_file() and path.stat().st_size > 1000
+    with Image.open(path) as img:
+        img.load()
+        assert img.size[0] > 100 and img.size[1] > 100
+        extrema = img.convert("RGB").getextrema()
+        assert any(lo != hi for lo, hi in extrema), f"{path} is a single colour"
+
+
+def test_report_overlays_methods_and_aggregates_seeds(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    runs = [
+        _write_run(tmp_path, "grpo_s0", "grpo", 0, 60, stare=False),
+        _write_run(tmp_path, "grpo_s1", "grpo", 1, 50, stare=False),  # mismatched steps (shorter run)
+        _write_run(tmp_path, "stare_s0", "stare", 0, 60, stare=True),
+        _write_run(tmp_path, "stare_s1", "stare", 1, 60, stare=True),
+    ]
+    # a run killed mid-write + a corrupt line in the middle
+    with (runs[3] / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 61, "actor/entropy": 0.2')
+    text = (runs[2] / "metrics.jsonl").read_text().splitlines()
+    text.insert(10, "Traceback (most recent call last):")
+    (runs[2] / "metrics.jsonl").write_text("\n".join(text) + "\n")
+    empty = tmp_path / "crashed_before_logging"
+    empty.mkdir()
+    out = tmp_path / "report"
+    with caplog.at_level(logging.WARNING):
+        rc = report_main([*map(str, runs), str(empty), "--out", str(out)])
+    assert rc == 0
+    msgs = "\n".join(r.getMessage() for r in caplog.records)
+    assert f"{runs[3] / 'metrics.jsonl'}:61: truncated last line" in msgs
+    assert f"{runs[2] / 'metrics.jsonl'}:11: not JSON" in msgs
+    assert f"{empty}: no metrics.jsonl" in msgs
+    assert f"{runs[1] / 'metrics.jsonl'}: steps differ" in msgs
+
+    for name in ("entropy", "reward", "response_length", "gate", "weights", "quadrants", "quadrant_dh"):
+        _check_png(out / f"{name}.png")
+    page = (out / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 7
+    summary = json.loads((out / "summary.json").read_text())
+    rows = {r["run"]: r for r in summary["runs"]}
+    assert set(rows) == {"grpo_s0", "grpo_s1", "stare_s0", "stare_s1"}
+    assert rows["grpo_s1"]["last_step"] == 50 and rows["stare_s1"]["last_step"] == 60
+    assert rows["grpo_s0"]["entropy_final"] < 0.2 < rows["stare_s0"]["entropy_final"]
+    assert rows["stare_s0"]["in_band_frac"] > rows["grpo_s0"]["in_band_frac"]
+    assert rows["grpo_s1"]["eval:avg@8"] == pytest.approx(0.41)
+    methods = {m["method"]: m for m in summary["methods"]}
+    assert methods["grpo"]["runs"] == 2
+    ef = methods["stare"]["entropy_final"]
+    assert ef["min"] <= ef["mean"] <= ef["max"]
+    assert "stare [" not in page and "mean [min, max]" in page
+
+
+def test_single_run_default_out_dir(tmp_path: Path) -> None:
+    run = _write_run(tmp_path, "one", "steer", 3, 8, stare=False)
+    assert report_main([str(run)]) == 0
+    _check_png(run / "report" / "entropy.png")
+    assert not (run / "report" / "gate.png").exists()  # no gate metrics logged: no empty figure
+
+
+def test_no_usable_run_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "metrics.jsonl").write_text("not json\n")
+    assert report_main([str(tmp_path / "a"), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_read_metrics_keeps_last_value_of_a_repeated_step(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    p = tmp_path / "metrics.jsonl"
+    p.write_text('{"step": 1, "x": 1.0}\n{"step": 2, "x": 2.0}\n{"step": 2, "x": 5.0, "s": "text"}\n'
+                 '{"x": 3}\n[1, 2]\n{"step": 3, "x": NaN}\n')
+    with caplog.at_level(logging.WARNING):
+        series = read_metrics(p)
+    assert series == {"x": [(1, 1.0), (2, 5.0)]}
+    msgs = "\n".join(r.getMessage() for r in caplog.records)
+    assert f"{p}:3: step 2 after step 2" in msgs and f"{p}:4: no numeric 'step'" in msgs
+    assert f"{p}:5: no numeric 'step'" in msgs
+
+
+def test_read_run_finds_method_seed_target_in_yaml(tmp_path: Path) -> None:
+    d = tmp_path / "r"
+    d.mkdir()
+    (d / "metrics.jsonl").write_text('{"step": 1, "entropy": 0.4}\n')
+    (d / "config.yaml").write_text("method: stare\nseed: 7\nmethod_config:\n  target_entropy: 0.35\n")
+    run = read_run(d)
+    assert run is not None and (run.method, run.seed, run.target_entropy) == ("stare", 7, 0.35)
