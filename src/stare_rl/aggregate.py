@@ -55,7 +55,7 @@ def aggregate(
     """
     check_agg_mode(mode)
     valid = (mask > 0).to(token_loss.dtype)  # (B, T)
-    masked = token_loss * valid  # (B, T); padding contributes exactly 0 (and a 0 gradient)
+    masked = torch.where(valid > 0, token_loss, torch.zeros_like(token_loss))  # (B, T); padding -> exactly 0
     row_count = valid.sum(-1)  # (B,)
     row_present = (row_count > 0).to(token_loss.dtype)  # (B,)
     if mode == "token-sum":

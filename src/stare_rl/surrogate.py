@@ -61,7 +61,13 @@ def clipped_surrogate(
         ``(token_loss (B, T), metrics)``; token_loss is 0 on padding. Metrics (token-mean over valid tokens
         of this micro-batch): ``pg_clipfrac``, ``pg_clipfrac_lower`` (dual clip active), ``ppo_kl``.
     """
-    valid = (mask > 0).to(log_prob.dtype)  # (B, T)
+    valid_b = mask > 0  # (B, T)
+    valid = valid_b.to(log_prob.dtype)  # (B, T)
+    # Padding may hold anything (NaN/inf): zero it first, so that neither the loss nor the gradient sees it.
+    zero = torch.zeros_like(log_prob)
+    log_prob = torch.where(valid_b, log_prob, zero)
+    old_log_prob = torch.where(valid_b, old_log_prob, zero)
+    advantages = torch.where(valid_b, advantages, zero)
     neg_log_ratio = old_log_prob - log_prob  # (B, T)
     log_ratio = torch.clamp(-neg_log_ratio, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
     ratio = torch.exp(log_ratio)  # (B, T)
