@@ -153,3 +153,54 @@ def test_run_probe_calibrates_and_covers_optimizers() -> None:
         StepSpec("adam", 1e-3)
     with pytest.raises(ValueError, match="advantages"):
         ProbeBatch(batch.input_ids, batch.attention_mask, batch.response_mask, batch.advantages[:, :3])
+
+
+def _tiny_task_model():  # noqa: ANN202
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.model import build_tiny_model
+    from stare_rl.tasks.tokenizer import build_char_tokenizer
+
+    task = get_task("arithmetic")
+    tok = build_char_tokenizer(task.alphabet)
+    return task, tok, build_tiny_model(tok, hidden_size=32, num_layers=1, num_heads=2, seed=0).eval()
+
+
+def test_sampled_batch_is_aligned_with_the_responses() -> None:
+    from stare_rl.analysis.probe_data import SampleSpec, sample_probe_batch
+
+    task, tok, model = _tiny_task_model()
+    spec = SampleSpec(n_prompts=3, group_size=2, max_new_tokens=6, advantages="random", seed=1)
+    batch, info = sample_probe_batch(model, tok, task, spec)
+    assert info["n_sequences"] == 6 and batch.input_ids.shape[0] == 6
+    rows = task.make_split("train", 3, 1)
+    for i in range(6):
+        real = batch.attention_mask[i].bool()
+        text = tok.decode(batch.input_ids[i][real], skip_special_tokens=True)
+        assert text.startswith(rows[i // 2]["prompt"])
+        resp_targets = batch.targets[i][batch.response_mask[i] > 0]
+        assert tok.decode(resp_targets, skip_special_tokens=True) == text[len(rows[i // 2]["prompt"]):]
+        adv = batch.advantages[i][batch.response_mask[i] > 0]
+        assert adv.numel() >= 1 and torch.all(adv == adv[0])  # one sequence advantage on every response token
+    assert bool((batch.advantages[batch.response_mask == 0] == 0).all())
+    with pytest.raises(ValueError, match="advantages are all 0"):  # a random model never gets a reward
+        sample_probe_batch(model, tok, task, SampleSpec(n_prompts=2, group_size=2, max_new_tokens=4))
+
+
+def test_probe_command_end_to_end(tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from stare_rl.commands.probe import main
+
+    task, tok, model = _tiny_task_model()
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    out = tmp_path / "probe.json"
+    rc = main(["--model", str(tmp_path / "m"), "--advantages", "random", "--prompts", "3", "--group", "2",
+               "--optimizers", "sgd", "--rel-changes", "1e-4", "--out", str(out)])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert [(r["policy"], r["optimizer"]) for r in res["records"]] == [("shared", "sgd"), ("logits", "sgd")]
+    logit_exact = res["records"][1]["scores"]["exact"]["all"]
+    assert logit_exact["pearson"] > 0.99
+    assert main(["--model", str(tmp_path / "nope")]) == 2
+    assert main(["--model", "tiny-random", "--policies", "both"]) == 2
