@@ -62,28 +62,25 @@ def clipped_surrogate(
         of this micro-batch): ``pg_clipfrac``, ``pg_clipfrac_lower`` (dual clip active), ``ppo_kl``.
     """
     valid_b = mask > 0  # (B, T)
-    valid = valid_b.to(log_prob.dtype)  # (B, T)
-    # Padding may hold anything (NaN/inf): zero it first, so that neither the loss nor the gradient sees it.
-    zero = torch.zeros_like(log_prob)
-    log_prob = torch.where(valid_b, log_prob, zero)
-    old_log_prob = torch.where(valid_b, old_log_prob, zero)
-    advantages = torch.where(valid_b, advantages, zero)
-    neg_log_ratio = old_log_prob - log_prob  # (B, T)
-    log_ratio = torch.clamp(-neg_log_ratio, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    # Padding may hold anything (NaN/inf): A = 0 and log-ratio = 0 there, so the loss is exactly 0 and neither
+    # the loss nor the gradient sees the padding values (no extra multiply by the mask needed).
+    log_ratio = torch.clamp(log_prob - old_log_prob, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    log_ratio = torch.where(valid_b, log_ratio, 0.0)  # (B, T)
+    neg_adv = -torch.where(valid_b, advantages, 0.0)  # (B, T) constant, -A
     ratio = torch.exp(log_ratio)  # (B, T)
-    loss1 = -advantages * ratio
-    loss2 = -advantages * torch.clamp(ratio, 1.0 - cfg.clip_ratio_low, 1.0 + cfg.clip_ratio_high)
+    loss1 = neg_adv * ratio
+    loss2 = neg_adv * torch.clamp(ratio, 1.0 - cfg.clip_ratio_low, 1.0 + cfg.clip_ratio_high)
     clip1 = torch.maximum(loss1, loss2)  # (B, T) standard PPO clip
-    loss3 = -advantages * cfg.clip_ratio_c
+    loss3 = neg_adv * cfg.clip_ratio_c
     clip2 = torch.minimum(loss3, clip1)  # dual clip, only for A < 0
-    token_loss = torch.where(advantages < 0, clip2, clip1) * valid
+    negative = neg_adv > 0  # (B, T) A < 0 (never on padding)
+    token_loss = torch.where(negative, clip2, clip1)  # (B, T), 0 on padding
     with torch.no_grad():
-        n = valid.sum().clamp(min=1.0)
-        clipped = (loss2 > loss1).to(log_prob.dtype)
-        lower = ((clip1 > loss3) & (advantages < 0)).to(log_prob.dtype)
+        n = valid_b.sum().clamp(min=1).to(log_prob.dtype)
+        neg_log_ratio = torch.where(valid_b, old_log_prob.detach() - log_prob.detach(), 0.0)  # unclamped
         metrics = {
-            "pg_clipfrac": (clipped * valid).sum() / n,
-            "pg_clipfrac_lower": (lower * valid).sum() / n,
-            "ppo_kl": (neg_log_ratio.detach() * valid).sum() / n,
+            "pg_clipfrac": (loss2 > loss1).sum() / n,  # padding: ratio 1, never clipped
+            "pg_clipfrac_lower": ((clip1 > loss3) & negative).sum() / n,
+            "ppo_kl": neg_log_ratio.sum() / n,
         }
     return token_loss, metrics
