@@ -1,0 +1,99 @@
+"""Loss + backward time of every registered method against ``vanilla``, measured side by side in one run.
+
+    OMP_NUM_THREADS=1 python3 benchmarks/bench_losses.py --batch 64 --seq 2048 --repeats 15
+
+Every variant gets the same ``(B, T)`` batch (GRPO-like advantages, ragged mask, entropy). One timed step is
+``compute_loss(...)`` + ``aggregate(...)`` + ``backward()`` w.r.t. ``log_prob`` (the batch and its validation
+are built once, outside the timing). Repeats are interleaved round-robin across variants so that drifts of a
+shared CPU hit all of them alike; the table reports the median and the ratio to vanilla's median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+from stare_rl import LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss, list_methods, make_config
+from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
+
+
+def make_batch(b: int, t: int, seed: int = 0) -> TokenBatch:
+    g = torch.Generator().manual_seed(seed)
+    log_prob = -torch.empty(b, t).exponential_(1.0, generator=g)  # (B, T)
+    old_log_prob = log_prob + 0.05 * torch.randn(b, t, generator=g)
+    lengths = torch.randint(t // 4, t + 1, (b,), generator=g)
+    mask = (torch.arange(t).unsqueeze(0) < lengths.unsqueeze(1)).float()  # (B, T) right padding
+    rewards = (torch.rand(b // 8 if b >= 8 else 1, 8, generator=g) > 0.5).float()  # groups of 8
+    adv = (rewards - rewards.mean(-1, keepdim=True)) / (rewards.std(-1, keepdim=True) + 1e-6)
+    adv = adv.reshape(-1)[:b].unsqueeze(1) * mask  # (B, T)
+    entropy = 2.0 * torch.rand(b, t, generator=g)
+    return TokenBatch(log_prob.requires_grad_(True), old_log_prob, adv, mask, entropy)
+
+
+def variants() -> dict[str, Callable[[TokenBatch], torch.Tensor]]:
+    """name -> function computing the scalar loss of one step."""
+    sur = SurrogateConfig()
+    gen = torch.Generator().manual_seed(0)
+
+    def method(name: str, **cfg: object) -> Callable[[TokenBatch], torch.Tensor]:
+        config = make_config(name, **cfg)
+
+        def step(batch: TokenBatch) -> torch.Tensor:
+            out = compute_loss(name, batch, config, sur, LossContext(gate_on=True, generator=gen))
+            return aggregate(out.token_loss, batch.mask, sur.loss_agg_mode)
+
+        return step
+
+    out = {name: method(name) for name in list_methods()}
+    if "stare" in out:
+        out["stare (C2)"] = method("stare", variant="C2")
+    if "steer" in out:
+        out["steer (linear)"] = method("steer", mapping="linear")
+
+    def with_bonus(batch: TokenBatch) -> torch.Tensor:
+        res = add_entropy_bonus(compute_loss("vanilla", batch, None, sur), batch, EntropyBonusConfig())
+        return aggregate(res.token_loss, batch.mask, sur.loss_agg_mode)
+
+    out["vanilla + entropy_bonus"] = with_bonus
+    return out
+
+
+def time_step(fn: Callable[[TokenBatch], torch.Tensor], batch: TokenBatch) -> float:
+    batch.log_prob.grad = None
+    t0 = time.perf_counter()
+    fn(batch).backward()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    batch = make_batch(args.batch, args.seq)
+    fns = variants()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for r in range(args.warmup + args.repeats):
+        for name, fn in fns.items():
+            dt = time_step(fn, batch)
+            if r >= args.warmup:
+                times[name].append(dt)
+    base = statistics.median(times["vanilla"])
+    print(f"B={args.batch} T={args.seq} tokens={args.batch * args.seq} valid={batch.n_valid} "
+          f"threads={torch.get_num_threads()} repeats={args.repeats} (median of interleaved runs)")
+    print(f"{'method':<26}{'median ms':>10}{'min ms':>9}{'x vanilla':>11}")
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        print(f"{name:<26}{med * 1e3:>10.2f}{min(ts) * 1e3:>9.2f}{med / base:>11.3f}")
+
+
+if __name__ == "__main__":
+    main()
