@@ -1,0 +1,220 @@
+"""The verl plugin: registry presence after ``import verl``, the registered losses against the core and the
+parity vectors, verl's aggregation (global batch info, rollout IS weights), the plugin-only STARE gate, the
+exact-path loss wrapper and config validation. CPU only."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+pytest.importorskip("verl")
+
+from verl.trainer.ppo.core_algos import get_policy_loss_fn  # noqa: E402
+from verl.workers.config import FSDPActorConfig, PolicyLossConfig  # noqa: E402
+
+from stare_rl import aggregate, compute_loss, list_methods  # noqa: E402
+from stare_rl.control import make_context  # noqa: E402
+from stare_rl.engines import verl as V  # noqa: E402
+from stare_rl.types import TokenBatch  # noqa: E402
+
+PARITY = Path(os.environ.get("PARITY_VECTORS", Path(__file__).resolve().parents[2] / "shared" / "parity"))
+VERL_BUILTINS = {"vanilla", "clip_cov", "kl_cov"}
+
+
+def actor_config(policy_loss: Any = None, **kw: Any) -> FSDPActorConfig:
+    """A real verl actor config (what verl hands the policy loss)."""
+    base = dict(rollout_n=8, ppo_micro_batch_size_per_gpu=2, clip_ratio_low=0.2, clip_ratio_high=0.28)
+    base.update(kw)
+    return FSDPActorConfig(policy_loss=policy_loss or V.StareRLPolicyLossConfig(), **base)
+
+
+def make_batch(seed: int = 0, b: int = 6, t: int = 9) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    old = -torch.rand(b, t, generator=g) * 3 - 0.01
+    lp = old + 0.3 * torch.randn(b, t, generator=g)
+    adv = torch.randn(b, 1, generator=g).expand(b, t).clone()
+    mask = torch.ones(b, t, dtype=torch.bool)
+    mask[1, 5:] = False
+    mask[3, 2:] = False
+    ent = torch.rand(b, t, generator=g) * 2
+    return {"old_log_prob": old, "log_prob": lp.requires_grad_(), "advantages": adv * mask, "response_mask": mask,
+            "entropy": ent}
+
+
+def call(name: str, data: dict[str, torch.Tensor], cfg: FSDPActorConfig, mode: str = "token-mean",
+         weights: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, Any]]:
+    fn = get_policy_loss_fn(name)
+    args = {k: data[k] for k in ("old_log_prob", "log_prob", "advantages", "response_mask")}
+    return fn(**args, loss_agg_mode=mode, config=cfg, rollout_is_weights=weights)
+
+
+def test_registry_after_bare_import_verl_in_fresh_process() -> None:
+    code = ("import verl\nfrom verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY as R\n"
+            "import json\nprint(json.dumps({k: getattr(v, '_stare_rl_method', None) for k, v in R.items()}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    registry = json.loads(out.stdout.strip().splitlines()[-1])
+    for name in list_methods():
+        assert registry[f"stare_rl.{name}"] == name
+        # verl's own losses of the same name are left alone; every other method also gets its bare name
+        assert registry[name] == (None if name in VERL_BUILTINS else name)
+    assert {"stare", "steer", "high_entropy"} <= set(registry)
+
+
+@pytest.mark.parametrize("name", ["vanilla", "stare", "steer", "kl_cov", "high_entropy", "clip_cov"])
+def test_registered_loss_equals_core(name: str) -> None:
+    data = make_batch(seed=1)
+    pl = V.StareRLPolicyLossConfig(**{f"{m}_selection_scope": "batch" for m in ("stare", "steer", "kl_cov")})
+    cfg = actor_config(pl)
+    state = V.StepState(gate_on=True, entropy=data["entropy"])
+    torch.manual_seed(0)
+    with V.step_state(state):
+        loss, metrics = call(f"stare_rl.{name}", data, cfg)
+    mcfg = V.method_config(name, pl)
+    batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"],
+                       entropy=data["entropy"])
+    torch.manual_seed(0)
+    out = compute_loss(name, batch, mcfg, V.surrogate_config(cfg, "token-mean"), make_context(gate_on=True))
+    ref = aggregate(out.token_loss, batch.mask, "token-mean")
+    torch.testing.assert_close(loss, ref, rtol=1e-6, atol=1e-7)
+    (g1,) = torch.autograd.grad(loss, data["log_prob"])
+    (g2,) = torch.autograd.grad(ref, data["log_prob"])
+    torch.testing.assert_close(g1, g2)
+    assert metrics == {V._metric_name(name, k): pytest.approx(float(v)) for k, v in out.metrics.items()}
+    assert name == "kl_cov" or "actor/pg_clipfrac" in metrics  # verl's own metric names are kept
+
+
+def _parity_cases() -> list[Path]:
+    return sorted(p for p in PARITY.glob("*.json") if json.loads(p.read_text())["method"] in
+                  {"stare", "steer", "kl_cov", "vanilla"}) if PARITY.is_dir() else []
+
+
+@pytest.mark.parametrize("scope", ["batch", "global"])
+@pytest.mark.parametrize("path", _parity_cases(), ids=lambda p: p.stem)
+def test_parity_vectors_through_verl(path: Path, scope: str) -> None:
+    case = json.loads(path.read_text())
+    p, inp, o = case["params"], case["inputs"], case["outputs"]
+    method = case["method"]
+    f32 = {k: torch.tensor(v, dtype=torch.float32) for k, v in inp.items() if k != "response_mask"}
+    mask = torch.tensor(inp["response_mask"]) > 0
+    fields: dict[str, Any] = {}
+    if method == "stare":
+        fields = {f"stare_{k}": p[k] for k in ("variant", "top_p_ratio", "reweight_w", "reweight_m", "target_entropy")}
+        fields["stare_selection_scope"] = scope
+    elif method == "steer":
+        fields = {"steer_mapping": "linear" if p["linear"] else "exp", "steer_token_weight_min": p["token_weight_min"],
+                  "steer_token_weight_max": p["token_weight_max"] if p["linear"] else 1.0,
+                  "steer_selection_scope": scope}
+    elif method == "kl_cov":
+        fields = {"kl_cov_ratio": p["kl_cov_ratio"], "ppo_kl_coef": p["ppo_kl_coef"], "kl_cov_selection_scope": scope}
+    clip = {k: p[k] for k in ("clip_ratio_low", "clip_ratio_high", "clip_ratio_c") if k in p}
+    cfg = actor_config(V.StareRLPolicyLossConfig(**fields), **clip)
+    log_prob = f32["log_prob"].clone().requires_grad_()
+    data = {"old_log_prob": f32["old_log_prob"], "log_prob": log_prob, "advantages": f32["advantages"],
+            "response_mask": mask}
+    with V.step_state(V.StepState(gate_on=p.get("gate_on"), entropy=f32.get("entropy"))):
+        loss, _ = call(f"stare_rl.{method}", data, cfg, mode=p.get("loss_agg_mode", "token-mean"))
+    (grad,) = torch.autograd.grad(loss, log_prob)
+    ref = torch.tensor(o["pg_loss"])
+    assert abs(float(loss.detach()) - float(ref)) <= 1e-5 + 1e-4 * abs(float(ref)), (float(loss.detach()), float(ref))
+    ref_grad = torch.tensor(o["grad_log_prob"])
+    assert torch.all((grad - ref_grad).abs() <= 1e-5 + 1e-4 * ref_grad.abs())
+
+
+def test_global_batch_info_split_invariance_and_is_weights() -> None:
+    data = make_batch(seed=2, b=8)
+    cfg = actor_config()
+    full, _ = call("stare_rl.vanilla", data, cfg)
+    n = int(data["response_mask"].sum())
+    cfg.global_batch_info.update(dp_size=1, batch_num_tokens=n, global_batch_size=8, loss_scale_factor=None)
+    halves = [call("stare_rl.vanilla", {k: v[s] for k, v in data.items()}, cfg)[0]
+              for s in (slice(0, 4), slice(4, 8))]
+    torch.testing.assert_close(halves[0] + halves[1], full)  # verl's agg_loss with the global token count
+    cfg.global_batch_info.clear()
+    w = torch.rand(8, 9, generator=torch.Generator().manual_seed(3))
+    weighted, _ = call("stare_rl.vanilla", data, cfg, weights=w)
+    batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"])
+    out = compute_loss("vanilla", batch, None, V.surrogate_config(cfg, "token-mean"))
+    torch.testing.assert_close(weighted, aggregate(out.token_loss * w, batch.mask, "token-mean"))
+
+
+@pytest.mark.parametrize("shift,gate_on", [(0.0, True), (10.0, False)])
+def test_plugin_only_gate_from_old_surprisal(shift: float, gate_on: bool) -> None:
+    data = make_batch(seed=4)
+    data["old_log_prob"] = data["old_log_prob"] * 0.05 - shift  # mean surprisal ~0.08 (< 0.3) or ~10
+    pl = V.StareRLPolicyLossConfig(stare_top_p_ratio=0.5)
+    loss, metrics = call("stare", data, actor_config(pl))
+    assert metrics["actor/stare/gate_on"] == float(gate_on)
+    batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"])
+    out = compute_loss("stare", batch, V.method_config("stare", pl), V.surrogate_config(actor_config(pl), "token-mean"),
+                       make_context(gate_on=gate_on))
+    torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
+
+
+def test_exact_gate_required_and_entropy_error_are_clear() -> None:
+    data = make_batch(seed=5)
+    with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):
+        call("stare", data, actor_config(V.StareRLPolicyLossConfig(stare_gate="exact")))
+    with pytest.raises(ValueError, match="calculate_entropy=True"):
+        call("steer", data, actor_config())
+
+
+def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
+    from tensordict import TensorDict
+    from verl.utils import tensordict_utils as tu
+
+    data = make_batch(seed=6, b=4, t=5)
+    lengths = data["response_mask"].sum(-1)
+
+    def nested(x: torch.Tensor) -> torch.Tensor:
+        return torch.nested.as_nested_tensor([x[i, : int(n)] for i, n in enumerate(lengths)], layout=torch.jagged)
+
+    prompt_len = 2
+    td = TensorDict({"response_mask": nested(data["response_mask"].long()), "old_log_probs": nested(data["old_log_prob"]),
+                     "advantages": nested(data["advantages"]), "responses": nested(data["response_mask"].long()),
+                     "prompts": torch.nested.as_nested_tensor([torch.ones(prompt_len, dtype=torch.long)] * 4,
+                                                             layout=torch.jagged)},
+                    batch_size=[4])
+    tu.assign_non_tensor(td, dp_size=1, batch_num_tokens=None, global_batch_size=None,
+                         **{V.STATE_KEY: {"gate_on": False}})
+
+    def model_layout(x: torch.Tensor) -> torch.Tensor:  # verl's unpadded full-sequence output, shifted by one
+        rows = [torch.cat([x.new_zeros(prompt_len - 1), x[i, : int(n)], x.new_zeros(1)]) for i, n in enumerate(lengths)]
+        return torch.nested.as_nested_tensor(rows, layout=torch.jagged)
+
+    cfg = actor_config(V.StareRLPolicyLossConfig(loss_mode="steer"))
+    log_prob = data["log_prob"].detach().clone().requires_grad_()
+    out = {"log_probs": model_layout(log_prob), "entropy": model_layout(data["entropy"])}
+    loss, metrics = V.exact_ppo_loss(cfg, out, td)
+    batch = TokenBatch(log_prob, data["old_log_prob"], data["advantages"], data["response_mask"],
+                       entropy=data["entropy"])
+    steer = compute_loss("steer", batch, V.method_config("steer", cfg.policy_loss), V.surrogate_config(cfg, "token-mean"))
+    entropy_term = aggregate(data["entropy"], batch.mask, "token-mean") * cfg.entropy_coeff
+    torch.testing.assert_close(loss, aggregate(steer.token_loss, batch.mask, "token-mean") - entropy_term)
+    # the step state's gate wins over the plugin-only estimate (which would be on with a target of 10 nats)
+    cfg = actor_config(V.StareRLPolicyLossConfig(loss_mode="stare", stare_target_entropy=10.0, stare_top_p_ratio=0.5))
+    loss, metrics = V.exact_ppo_loss(cfg, out, td)
+    assert metrics["actor/stare/gate_on"].values == [0.0]
+    stare = compute_loss("stare", batch, V.method_config("stare", cfg.policy_loss), V.surrogate_config(cfg, "token-mean"),
+                         make_context(gate_on=False))
+    torch.testing.assert_close(loss, aggregate(stare.token_loss, batch.mask, "token-mean") - entropy_term)
+
+
+def test_bad_hyperparameters_name_the_field() -> None:
+    with pytest.raises(ValueError, match=r"policy_loss\.stare_reweight_w=0\.5 must be >= 1"):
+        V.StareRLPolicyLossConfig(stare_reweight_w=0.5)
+    with pytest.raises(ValueError, match=r"policy_loss\.steer_mapping='cubic'"):
+        V.StareRLPolicyLossConfig(steer_mapping="cubic")
+    with pytest.raises(ValueError, match=r"policy_loss\.stare_gate='sometimes'"):
+        V.StareRLPolicyLossConfig(stare_gate="sometimes")
+    with pytest.raises(ValueError, match=r"stare_top_p_ratio='high' must be a float"):
+        V.StareRLPolicyLossConfig(stare_top_p_ratio="high")
+    # verl's plain PolicyLossConfig works too (paper defaults, global scope) and is validated at call time
+    assert V.method_config("stare", PolicyLossConfig()).selection_scope == "global"
+    assert issubclass(V.StareRLPolicyLossConfig, PolicyLossConfig)
