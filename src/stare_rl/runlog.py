@@ -4,6 +4,7 @@ A run directory (``stare train --output_dir DIR``) holds::
 
     config.yaml          the fully resolved configuration of the run (re-runnable with --config)
     metrics.jsonl        one JSON object per logged step, always with "step"; flushed line by line
+    train_summary.json   TRL's end-of-training summary (train_runtime, train_loss, ...)
     checkpoint-<N>/      TRL/HF checkpoints (model, optimizer, RNG, trainer_state.json) plus
                          stare_controller.json (controller state, written atomically)
     model/               the final policy (a normal Hugging Face model dir, tokenizer included)
@@ -29,6 +30,7 @@ CONFIG_FILE = "config.yaml"
 MODEL_DIR = "model"
 EVAL_FILE = "eval.json"
 CONTROLLER_FILE = "stare_controller.json"
+TRAIN_SUMMARY_FILE = "train_summary.json"
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
 
 

@@ -203,7 +203,7 @@ class LossSetup:
 
 def default_config_text() -> str:
     """The embedded default YAML (``stare train`` with no ``--config``)."""
-    return resources.files("stare_rl.configs").joinpath(DEFAULT_CONFIG).read_text()
+    return resources.files("stare_rl").joinpath("configs", DEFAULT_CONFIG).read_text()
 
 
 def load_yaml_config(path: str | None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from stare_rl.advantages import compute_advantages, dynamic_sampling_mask
@@ -34,7 +35,7 @@ from stare_rl.analysis.quadrants import quadrant_stats
 from stare_rl.control import AdaptiveEntropyCoef, StareGate, StareWeightSchedule, global_stats, make_context
 from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
 from stare_rl.registry import compute_loss
-from stare_rl.runlog import CONTROLLER_FILE, MetricsWriter, read_json, write_json_atomic
+from stare_rl.runlog import CONTROLLER_FILE, TRAIN_SUMMARY_FILE, MetricsWriter, read_json, write_json_atomic
 from stare_rl.train_config import LossSetup
 from stare_rl.types import LossContext, TokenBatch
 
@@ -154,6 +155,9 @@ class StareGRPOTrainer(GRPOTrainer):
         check_superseded(self.args)
         path = metrics_path or Path(self.args.output_dir) / "metrics.jsonl"
         self.add_callback(MetricsJsonlCallback(path))
+        self.remove_callback(PrinterCallback)  # ~60 metrics a step: metrics.jsonl has them, not the console
+        if self.pop_callback(ProgressCallback) is not None:
+            self.add_callback(CompactProgressCallback())
 
     # ----- generation side: rewards, advantages, DAPO filter, controllers (once per generation batch) -----
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
@@ -346,8 +350,21 @@ def _make_controllers(setup: LossSetup) -> dict[str, Any]:
     return ctrls
 
 
+class CompactProgressCallback(ProgressCallback):
+    """TRL's progress bar with a few headline metrics as its postfix instead of printing every log dict."""
+
+    SHOWN = {"critic/score/mean": "score", "actor/entropy": "entropy", "stare/gate_on": "gate",
+             "response_length/mean": "len"}
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
+        if state.is_world_process_zero and self.training_bar is not None and logs:
+            shown = {short: f"{logs[k]:.3g}" for k, short in self.SHOWN.items() if isinstance(logs.get(k), float)}
+            self.training_bar.set_postfix(shown, refresh=False)
+
+
 class MetricsJsonlCallback(TrainerCallback):
-    """Writes every log of the trainer as one line of ``metrics.jsonl`` (main process only)."""
+    """Writes every per-step log as one line of ``metrics.jsonl`` (main process only); the end-of-training
+    summary (``train_runtime``, ``train_loss``, ...) goes to ``train_summary.json`` next to it."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
@@ -358,7 +375,11 @@ class MetricsJsonlCallback(TrainerCallback):
             self.writer = MetricsWriter(self.path, resume_step=state.global_step if state.global_step else None)
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
-        if self.writer is not None and logs:
+        if self.writer is None or not logs:
+            return
+        if "train_runtime" in logs:
+            write_json_atomic(self.path.parent / TRAIN_SUMMARY_FILE, {"step": state.global_step, **logs})
+        else:
             self.writer.write(state.global_step, logs)
 
 

@@ -1,0 +1,207 @@
+"""TRL engine adapter: a few real GRPO steps of a tiny model per method family, on CPU.
+
+Also pins the TRL private hooks the adapter relies on: if TRL moves them, ``test_trl_hooks_exist`` fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+trl = pytest.importorskip("trl")
+
+from stare_rl.control import StareGate  # noqa: E402
+from stare_rl.engines.trl import TRL_HOOKS, TRL_VERSION, StareGRPOConfig, StareGRPOTrainer  # noqa: E402
+from stare_rl.registry import get_method  # noqa: E402
+from stare_rl.surrogate import SurrogateConfig  # noqa: E402
+from stare_rl.train_config import MethodArgs  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+REQUIRED_METRICS = (
+    "loss", "actor/pg_loss", "actor/entropy", "actor/pg_clipfrac", "actor/ppo_kl", "actor/grad_norm",
+    "critic/score/mean", "response_length/mean", "stare/mean_weight",
+    "quadrant/pos_high_frac", "quadrant/pos_low_frac", "quadrant/neg_high_frac", "quadrant/neg_low_frac",
+)
+
+
+def digit_reward(prompts: list, completions: list, **kwargs: Any) -> list[float]:
+    """Fraction of digits in the completion: varies across samples of a random model (non-zero advantages)."""
+    return [sum(c.isdigit() for c in text) / max(len(text), 1) for text in completions]
+
+
+def constant_reward(prompts: list, completions: list, **kwargs: Any) -> list[float]:
+    return [1.0 for _ in completions]
+
+
+def tiny_parts(seed: int = 0) -> tuple[Any, Any, Any]:
+    """(model, tokenizer, dataset): the project's tiny Qwen2 model at a smaller size, arithmetic prompts."""
+    from datasets import Dataset
+
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.model import build_tiny_model
+    from stare_rl.tasks.tokenizer import build_char_tokenizer
+
+    task = get_task("arithmetic")
+    tok = build_char_tokenizer(task.alphabet)
+    model = build_tiny_model(tok, hidden_size=32, num_layers=2, num_heads=2, seed=seed)
+    return model, tok, Dataset.from_list(task.make_split("train", 64, seed))
+
+
+def make_trainer(
+    out: Path,
+    method: str = "stare",
+    method_kwargs: dict[str, Any] | None = None,
+    method_args: dict[str, Any] | None = None,
+    reward: Any = digit_reward,
+    callbacks: list | None = None,
+    **grpo: Any,
+) -> StareGRPOTrainer:
+    model, tok, ds = tiny_parts()
+    cfg = get_method(method).config_cls(**(method_kwargs or {}))
+    setup = MethodArgs(method=method, **(method_args or {})).loss_setup(cfg, SurrogateConfig())
+    kwargs = dict(
+        output_dir=str(out), per_device_train_batch_size=16, num_generations=4, max_completion_length=5,
+        learning_rate=1e-3, max_steps=2, save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True,
+        report_to="none", lr_scheduler_type="constant",
+    )
+    kwargs.update(grpo)
+    args = StareGRPOConfig(**kwargs)
+    return StareGRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=ds, processing_class=tok,
+                            setup=setup, callbacks=callbacks)
+
+
+def step_logs(trainer: StareGRPOTrainer) -> list[dict[str, float]]:
+    return [r for r in trainer.state.log_history if "loss" in r]
+
+
+def test_trl_hooks_exist() -> None:
+    """The GRPOTrainer private methods the adapter overrides/calls exist with the parameters it uses."""
+    from trl import GRPOTrainer
+
+    assert trl.__version__ == TRL_VERSION, f"built against trl=={TRL_VERSION}, found {trl.__version__}"
+    for name, params in TRL_HOOKS.items():
+        fn = getattr(GRPOTrainer, name, None)
+        assert callable(fn), f"GRPOTrainer.{name} is gone"
+        got = list(inspect.signature(fn).parameters)[1:]
+        assert got[: len(params)] == list(params), f"GRPOTrainer.{name}{tuple(got)} changed"
+    src = inspect.getsource(GRPOTrainer)
+    for attr in ("self._metrics[", "self.num_generations", "self._buffered_inputs", "steps_per_generation"):
+        assert attr in src, f"GRPOTrainer no longer uses {attr}"
+
+
+@pytest.mark.parametrize(
+    "method, method_args",
+    [
+        ("vanilla", {}),
+        ("stare", {"adaptive_weights": True}),
+        ("steer", {}),
+        ("kl_cov", {}),
+        ("clip_cov", {}),
+        ("high_entropy", {}),
+        ("vanilla", {"entropy_bonus": "adaptive", "advantage_estimator": "rloo"}),
+    ],
+)
+def test_method_family_trains(tmp_path: Path, method: str, method_args: dict[str, Any]) -> None:
+    trainer = make_trainer(tmp_path, method, method_args=method_args)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    logs = step_logs(trainer)
+    assert [r["step"] for r in logs] == [1, 2]
+    for rec in logs:
+        for key in REQUIRED_METRICS:
+            if method == "kl_cov" and key == "actor/pg_clipfrac":
+                continue  # KL-Cov is unclipped
+            assert key in rec and rec[key] is not None and math.isfinite(rec[key]), (key, rec.get(key))
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p, before[n])]
+    assert changed, "no parameter moved"
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and '"step": 1' in lines[0]
+    if method_args.get("entropy_bonus") == "adaptive":
+        assert "actor/entropy_coef" in logs[0]
+
+
+@pytest.mark.parametrize("target, gate_on", [(100.0, True), (0.0, False)])
+def test_stare_weights_differ_from_one_exactly_when_gate_on(tmp_path: Path, target: float, gate_on: bool) -> None:
+    trainer = make_trainer(tmp_path, "stare", {"target_entropy": target, "variant": "O1"})
+    trainer.train()
+    for rec in step_logs(trainer):
+        assert rec["stare/gate_on"] == float(gate_on)
+        assert (rec["stare/batch_entropy"] < target) == gate_on
+        if gate_on:
+            assert rec["stare/l_plus_frac"] > 0 and rec["stare/mean_weight"] > 1.0  # W = 1.1 on L+
+        else:
+            assert rec["stare/mean_weight"] == 1.0  # all weights exactly 1 (selection still logged)
+    assert trainer.controller_state()["gate"]["gate_on"] is gate_on
+
+
+def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path) -> None:
+    """One gate update per generation batch (2 optimizer steps each), fed with the token-mean entropy of the
+    policy as it was before the first update on that batch, over all valid tokens of the batch."""
+    from transformers import TrainerCallback
+
+    from stare_rl.engines.trl import _loss_mask
+
+    snapshots: dict[int, Any] = {}
+
+    class Snapshot(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kwargs):  # noqa: ANN001
+            snapshots[state.global_step] = copy.deepcopy(model)
+
+    trainer = make_trainer(tmp_path, "stare", max_steps=4, per_device_train_batch_size=8, steps_per_generation=2,
+                           learning_rate=3e-2, callbacks=[Snapshot()])
+    snapshots[0] = copy.deepcopy(trainer.model)
+    seen: list[float] = []
+    batches: list[dict[str, Any]] = []
+    gate, generate = trainer._controllers["gate"], trainer._generate_and_score_completions
+    gate.update = lambda h: (seen.append(h), StareGate.update(gate, h))[1]  # type: ignore[method-assign]
+    trainer._generate_and_score_completions = lambda inputs: (batches.append(generate(inputs)), batches[-1])[1]
+    trainer.train()
+    assert len(seen) == 2 == len(batches)  # 4 optimizer steps, 2 generation batches
+    expected = []
+    for policy, batch in ((snapshots[0], batches[0]), (snapshots[2], batches[1])):
+        with torch.no_grad():
+            _, ent = trainer._forward(policy, batch, compute_entropy=True)  # (B, T)
+        mask = _loss_mask(batch)
+        expected.append(float((ent * mask).sum() / mask.sum()))
+    assert seen == pytest.approx(expected, abs=1e-6)
+    with torch.no_grad():
+        _, after = trainer._forward(snapshots[4], batches[1], compute_entropy=True)
+    mask = _loss_mask(batches[1])
+    assert abs(float((after * mask).sum() / mask.sum()) - seen[1]) > 1e-4  # the updates did move the entropy
+
+
+def test_global_scope_thresholds_reach_the_loss(tmp_path: Path) -> None:
+    trainer = make_trainer(tmp_path, "stare", {"selection_scope": "global", "target_entropy": 100.0},
+                           per_device_train_batch_size=8, gradient_accumulation_steps=2)
+    trainer.train()
+    assert trainer._ctx.surprisal_threshold_pos is not None and trainer._ctx.gate_on is True
+    assert all(math.isfinite(r["loss"]) for r in step_logs(trainer))
+
+
+def test_dynamic_sampling_drops_constant_groups(tmp_path: Path) -> None:
+    """Every group agrees -> every row dropped: zero loss, no update, nothing NaN."""
+    trainer = make_trainer(tmp_path, "vanilla", method_args={"dynamic_sampling": True}, reward=constant_reward)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    for rec in step_logs(trainer):
+        assert rec["stare/dynamic_sampling_kept"] == 0.0
+        assert rec["loss"] == 0.0 and rec["actor/grad_norm"] == 0.0
+    assert all(torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
+
+    trainer = make_trainer(tmp_path / "b", "vanilla", method_args={"dynamic_sampling": True})
+    trainer.train()
+    assert all(r["stare/dynamic_sampling_kept"] > 0.5 for r in step_logs(trainer))
+
+
+def test_superseded_trl_loss_fields_are_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="epsilon=0.3.*clip_ratio_low"):
+        make_trainer(tmp_path, "vanilla", epsilon=0.3)
+    with pytest.raises(ValueError, match="top_entropy_quantile"):
+        make_trainer(tmp_path, "vanilla", top_entropy_quantile=0.2)
