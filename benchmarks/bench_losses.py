@@ -17,7 +17,15 @@ from collections.abc import Callable
 
 import torch
 
-from stare_rl import LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss, list_methods, make_config
+from stare_rl import (
+    LossContext,
+    SurrogateConfig,
+    TokenBatch,
+    aggregate,
+    compute_loss,
+    list_methods,
+    make_config,
+)
 from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
 
 
@@ -62,11 +70,11 @@ def variants() -> dict[str, Callable[[TokenBatch], torch.Tensor]]:
     return out
 
 
-def time_step(fn: Callable[[TokenBatch], torch.Tensor], batch: TokenBatch) -> float:
+def time_step(fn: Callable[[TokenBatch], torch.Tensor], batch: TokenBatch, clock: Callable[[], float]) -> float:
     batch.log_prob.grad = None
-    t0 = time.perf_counter()
+    t0 = clock()
     fn(batch).backward()
-    return time.perf_counter() - t0
+    return clock() - t0
 
 
 def main() -> None:
@@ -76,19 +84,24 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    ap.add_argument(
+        "--clock", choices=("cpu", "wall"), default="cpu",
+        help="cpu: time.process_time (robust on a shared CPU with --threads 1); wall: time.perf_counter",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     batch = make_batch(args.batch, args.seq)
     fns = variants()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     times: dict[str, list[float]] = {name: [] for name in fns}
     for r in range(args.warmup + args.repeats):
         for name, fn in fns.items():
-            dt = time_step(fn, batch)
+            dt = time_step(fn, batch, clock)
             if r >= args.warmup:
                 times[name].append(dt)
     base = statistics.median(times["vanilla"])
     print(f"B={args.batch} T={args.seq} tokens={args.batch * args.seq} valid={batch.n_valid} "
-          f"threads={torch.get_num_threads()} repeats={args.repeats} (median of interleaved runs)")
+          f"threads={torch.get_num_threads()} clock={args.clock} repeats={args.repeats} (median of interleaved runs)")
     print(f"{'method':<26}{'median ms':>10}{'min ms':>9}{'x vanilla':>11}")
     for name, ts in times.items():
         med = statistics.median(ts)

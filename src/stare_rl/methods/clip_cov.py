@@ -56,36 +56,33 @@ def token_covariance(log_prob: torch.Tensor, advantages: torch.Tensor, mask: tor
     Returns:
         ``(B, T)`` covariance term.
     """
-    valid = (mask > 0).to(log_prob.dtype)  # (B, T)
-    n = valid.sum().clamp(min=1.0)
-    lp = log_prob.detach()
-    adv = advantages.detach()
-    mean_a = (adv * valid).sum() / n
-    mean_lp = (lp * valid).sum() / n
-    return (adv - mean_a) * (lp - mean_lp) * valid  # (B, T)
+    valid = mask > 0  # (B, T)
+    n = valid.sum().clamp(min=1).to(log_prob.dtype)
+    lp = torch.where(valid, log_prob.detach(), 0.0)  # (B, T) padding may hold anything
+    adv = torch.where(valid, advantages.detach(), 0.0)
+    cov = (adv - adv.sum() / n) * (lp - lp.sum() / n)  # (B, T)
+    return torch.where(valid, cov, 0.0)
 
 
-def _clipped_by_surrogate(batch: TokenBatch, surrogate: SurrogateConfig) -> torch.Tensor:
-    """``(B, T)`` bool: tokens whose ratio is already clipped (they get no gradient anyway)."""
+def _not_ratio_clipped(batch: TokenBatch, idx: torch.Tensor, surrogate: SurrogateConfig) -> torch.Tensor:
+    """``(n,)`` bool for flat token positions ``idx``: the ratio clip does not already stop the gradient."""
     with torch.no_grad():
-        log_ratio = (batch.log_prob - batch.old_log_prob).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
-        ratio = torch.exp(log_ratio)  # (B, T)
-        adv = batch.advantages
+        lp = batch.log_prob.detach().reshape(-1)[idx]
+        old = batch.old_log_prob.reshape(-1)[idx]
+        adv = batch.advantages.reshape(-1)[idx]
+        ratio = torch.exp((lp - old).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))  # (n,)
         clipped = torch.clamp(ratio, 1.0 - surrogate.clip_ratio_low, 1.0 + surrogate.clip_ratio_high)
-        return (-adv * clipped) > (-adv * ratio)
+        return ~((-adv * clipped) > (-adv * ratio))
 
 
-def _random_subset(candidates: torch.Tensor, k: int, generator: torch.Generator | None) -> torch.Tensor:
-    """``(B, T)`` bool: ``k`` entries of the bool mask ``candidates`` chosen uniformly without replacement."""
-    chosen = torch.zeros_like(candidates)
-    idx = torch.nonzero(candidates.reshape(-1), as_tuple=False).squeeze(-1)  # (n_cand,)
+def _random_subset(idx: torch.Tensor, k: int, generator: torch.Generator | None) -> torch.Tensor:
+    """``k`` entries of the 1-D index tensor ``idx`` chosen uniformly without replacement."""
     if k <= 0 or idx.numel() == 0:
-        return chosen
+        return idx[:0]
     # DEVIATION: verl draws from torch's global RNG; we take ctx.generator (global RNG only when None).
     device = generator.device if generator is not None else torch.device("cpu")
     perm = torch.randperm(idx.numel(), generator=generator, device=device).to(idx.device)
-    chosen.view(-1)[idx[perm[: min(k, idx.numel())]]] = True
-    return chosen
+    return idx[perm[: min(k, idx.numel())]]
 
 
 @register_method("clip_cov", ClipCovConfig)
@@ -119,13 +116,16 @@ def clip_cov_loss(batch: TokenBatch, cfg: ClipCovConfig, surrogate: SurrogateCon
     valid = batch.valid  # (B, T)
     cov = token_covariance(batch.log_prob, batch.advantages, batch.mask)  # (B, T)
     # Cui et al. §4.2: candidates inside the covariance window, excluding tokens the clip already stops.
-    candidates = valid & ~_clipped_by_surrogate(batch, surrogate) & (cov > cfg.clip_cov_lb) & (cov < cfg.clip_cov_ub)
+    window = valid & (cov > cfg.clip_cov_lb) & (cov < cfg.clip_cov_ub)  # (B, T)
+    idx = window.reshape(-1).nonzero().squeeze(-1)  # (n_window,) usually a small fraction of the tokens
+    idx = idx[_not_ratio_clipped(batch, idx, surrogate)]  # (n_candidates,)
     k = topk_count(cfg.clip_cov_ratio, batch.n_valid, rounding="floor")
-    selected = _random_subset(candidates, k, ctx.generator)  # (B, T) bool
+    selected = torch.zeros_like(valid)
+    selected.view(-1)[_random_subset(idx, k, ctx.generator)] = True  # (B, T)
     weights = (~selected).to(token_loss.dtype)  # (B, T) 1 kept, 0 detached
-    token_loss = token_loss * weights
+    token_loss = token_loss.masked_fill(selected, 0.0)  # = token_loss * weights
     n = valid.sum().clamp(min=1).to(token_loss.dtype)
-    metrics["clip_cov_frac"] = (selected & valid).sum().to(token_loss.dtype) / n
-    metrics["clip_cov_candidates"] = candidates.sum().to(token_loss.dtype)
+    metrics["clip_cov_frac"] = selected.sum() / n
+    metrics["clip_cov_candidates"] = torch.tensor(float(idx.numel()), dtype=token_loss.dtype, device=valid.device)
     return LossOutput(token_loss=token_loss, token_weights=weights, metrics=metrics,
                       masks={"clip_cov_selected": selected})
