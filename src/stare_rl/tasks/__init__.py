@@ -1,0 +1,35 @@
+"""Offline verifiable tasks, rewards and dataset loading.
+
+    >>> from stare_rl.tasks import get_task
+    >>> task = get_task("countdown", num_count=3)
+    >>> rows = task.make_split("train", 1000, seed=0)      # [{"prompt": "3,5,7:26=", "answer": "3,5,7:26"}, ...]
+    >>> task.reward("3*7+5", rows[0]["answer"])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stare_rl.tasks.arithmetic import ArithmeticTask
+from stare_rl.tasks.base import Task
+from stare_rl.tasks.countdown import CountdownTask
+
+_TASKS: dict[str, type[Task]] = {"arithmetic": ArithmeticTask, "countdown": CountdownTask}
+
+
+def list_tasks() -> list[str]:
+    """Names of the embedded tasks, sorted."""
+    return sorted(_TASKS)
+
+
+def get_task(name: str, **kwargs: Any) -> Task:
+    """The task registered under ``name``, built with ``kwargs`` (its settings, e.g. ``num_count=4``)."""
+    if name not in _TASKS:
+        raise ValueError(f"task={name!r} is not known; known tasks: {list_tasks()}")
+    try:
+        return _TASKS[name](**kwargs)
+    except TypeError as err:
+        raise ValueError(f"task={name!r} does not accept these settings {sorted(kwargs)}: {err}") from err
+
+
+__all__ = ["ArithmeticTask", "CountdownTask", "Task", "get_task", "list_tasks"]

@@ -1,0 +1,114 @@
+"""Rewards for real datasets (math-verify on the final ``\\boxed{}``) and a guard for any reward function.
+
+``safe_reward`` runs a reward function in a daemon thread with a timeout: a function that raises, returns
+something that is not a finite number, or hangs past the timeout scores 0 and reports why, so training goes
+on (the trainer counts the reports in a metric). math-verify's own timeouts use ``signal.alarm``, which only
+works on the main thread: ``math_reward`` turns them off elsewhere and relies on ``safe_reward``'s timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+RewardFn = Callable[[str, str], float]
+ERROR, TIMEOUT = "error", "timeout"
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text`` with balanced braces, else None."""
+    starts = [i for marker in ("\\boxed{", "\\fbox{") for i in _find_all(text, marker)]
+    for start in sorted(starts, reverse=True):
+        open_at = text.index("{", start)
+        depth = 0
+        for j in range(open_at, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            if depth == 0:
+                return text[open_at + 1 : j]
+    return None
+
+
+def _find_all(text: str, marker: str) -> list[int]:
+    out, i = [], text.find(marker)
+    while i >= 0:
+        out.append(i)
+        i = text.find(marker, i + 1)
+    return out
+
+
+def math_reward(completion: str, ground_truth: str) -> float:
+    """1.0 if the last ``\\boxed{}`` answer of ``completion`` is mathematically equal to ``ground_truth``.
+
+    Equality is math-verify's (numbers, fractions, radicals, intervals, expressions). No ``\\boxed{}`` -> 0.
+    Signal-based timeouts are on only on the main thread (wrap in :func:`safe_reward` for a timeout anywhere).
+    """
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    boxed = last_boxed(completion)
+    if boxed is None or not boxed.strip():
+        return 0.0
+    on_main = threading.current_thread() is threading.main_thread()
+    parse_timeout = 5 if on_main else None
+    gt = str(ground_truth).strip()
+    gt_text = gt if "\\boxed" in gt else f"${gt}$"
+    gold = parse(gt_text, extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()],
+                 parsing_timeout=parse_timeout)
+    pred = parse(f"\\boxed{{{boxed}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)],
+                 parsing_timeout=parse_timeout)
+    if not gold or not pred:
+        return 0.0
+    return 1.0 if verify(gold, pred, timeout_seconds=parse_timeout) else 0.0
+
+
+def _check_score(value: Any) -> float:
+    score = float(value)
+    if not math.isfinite(score):
+        raise ValueError(f"reward={value!r} is not finite")
+    return score
+
+
+def safe_reward(fn: RewardFn, completion: str, answer: str, timeout_s: float | None = 10.0) -> tuple[float, str | None]:
+    """``(score, None)`` on success; ``(0.0, "error")`` if ``fn`` raises or returns a non-finite/non-number;
+    ``(0.0, "timeout")`` if it runs past ``timeout_s`` seconds (``None``: no timeout, run inline).
+
+    The hung call keeps running in a daemon thread (Python cannot kill a thread) but no longer blocks.
+    """
+    return safe_rewards(fn, [completion], [answer], timeout_s)[0]
+
+
+def safe_rewards(
+    fn: RewardFn, completions: Sequence[str], answers: Sequence[str], timeout_s: float | None = 10.0
+) -> list[tuple[float, str | None]]:
+    """:func:`safe_reward` for a batch, one call after the other, each with its own ``timeout_s``."""
+    if len(completions) != len(answers):
+        raise ValueError(f"len(completions)={len(completions)} != len(answers)={len(answers)}")
+    if timeout_s is not None and not timeout_s > 0:
+        raise ValueError(f"timeout_s={timeout_s!r} must be > 0 or None")
+    return [_guarded_call(fn, c, a, timeout_s) for c, a in zip(completions, answers, strict=True)]
+
+
+def _guarded_call(fn: RewardFn, completion: str, answer: str, timeout_s: float | None) -> tuple[float, str | None]:
+    box: list[tuple[float, str | None]] = []
+
+    def run() -> None:
+        try:
+            box.append((_check_score(fn(completion, answer)), None))
+        except Exception as err:  # noqa: BLE001 - any failure of a user reward scores 0
+            logger.debug("reward function raised: %r", err)
+            box.append((0.0, ERROR))
+
+    if timeout_s is None:
+        run()
+        return box[0]
+    thread = threading.Thread(target=run, daemon=True, name="stare-reward")
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive() or not box:
+        logger.warning("reward function timed out after %.3gs; scored 0", timeout_s)
+        return 0.0, TIMEOUT
+    return box[0]
