@@ -67,7 +67,7 @@ class StareRLTrainer(PPOTrainerSync):
         batch = super()._compute_old_log_prob(batch, metrics)
         if not self._stare:
             return batch
-        if self.config.algorithm.get("rollout_correction", {}).get("bypass_mode", False):
+        if (self.config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False):
             raise ValueError("the exact STARE gate needs recomputed old log-probs and their entropy: set "
                              "algorithm.rollout_correction.bypass_mode=False")
         data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
