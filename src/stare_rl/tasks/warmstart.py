@@ -69,8 +69,8 @@ class WarmStartConfig:
             raise ValueError(f"learning_rate={self.learning_rate!r} must be > 0")
         for name in ("stop_greedy_acc", "stop_avg_at_k"):
             value = getattr(self, name)
-            if not 0.0 < value <= 1.0:
-                raise ValueError(f"{name}={value!r} must be in (0, 1] (1.0 = stop only at perfect accuracy)")
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name}={value!r} must be in [0, 1] (0 = stop at the first evaluation)")
 
 
 def cache_key(task: Task, config: WarmStartConfig, seed: int) -> str:
@@ -172,6 +172,7 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
         data_seed=seed,
         disable_tqdm=not progress,
         dataloader_num_workers=0,
+        dataloader_pin_memory=False,
         bf16=False,
         fp16=False,
     )

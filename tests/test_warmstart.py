@@ -1,0 +1,64 @@
+"""Warm start through TRL's SFTTrainer on a tiny budget: a loadable HF model dir, metric stop, cache hits."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from stare_rl.tasks.warmstart import TASK_INFO_FILE, WARMSTART_FILE, WarmStartConfig, read_task_info, warm_start
+
+TINY = dict(hidden_size=32, num_layers=1, num_heads=2, batch_size=16, train_rows=64, eval_rows=8, k=2,
+            warmup_steps=0)
+
+
+def test_warm_start_saves_loadable_model_and_hits_cache(tmp_path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    cfg = WarmStartConfig(max_steps=4, eval_every=2, stop_greedy_acc=1.0, stop_avg_at_k=1.0, **TINY)
+    path = warm_start("countdown", tmp_path, config=cfg, progress=False)
+    assert path.parent == tmp_path and path.name.startswith("countdown-")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp")]  # atomic: no leftovers
+    info = json.loads((path / WARMSTART_FILE).read_text())
+    assert info["steps"] == 4 and not info["reached_stop_metric"]
+    assert [h["step"] for h in info["history"]] == [2, 4]
+    assert all(0.0 <= h["avg@2"] <= 1.0 and h["entropy"] > 0 for h in info["history"])
+    assert read_task_info(path) == {"task": "countdown", "task_kwargs": info["task_kwargs"]}
+    model = AutoModelForCausalLM.from_pretrained(path)
+    tok = AutoTokenizer.from_pretrained(path)
+    assert model.config.hidden_size == 32 and model.config.vocab_size == len(tok)
+    out = model.generate(**tok(["3,5,7:26="], return_tensors="pt"), max_new_tokens=4, do_sample=False,
+                         pad_token_id=tok.pad_token_id)
+    assert 10 < out.shape[1] <= 14  # prompt: <bos> + 9 characters; at most 4 new tokens
+
+    mtime = (path / "config.json").stat().st_mtime_ns
+    start = time.perf_counter()
+    assert warm_start("countdown", tmp_path, config=cfg, progress=False) == path
+    assert time.perf_counter() - start < 1.0  # a cache hit does not train
+    assert (path / "config.json").stat().st_mtime_ns == mtime
+    # a different setting (seed) is a different cache entry
+    other = warm_start("countdown", tmp_path, config=cfg, seed=1, progress=False)
+    assert other != path and (other / "config.json").is_file()
+
+
+def test_warm_start_stops_on_metric_and_force_retrains(tmp_path) -> None:
+    cfg = WarmStartConfig(max_steps=50, eval_every=2, stop_greedy_acc=0.0, stop_avg_at_k=1.0, **TINY)
+    path = warm_start("arithmetic", tmp_path, config=cfg, progress=False)
+    info = json.loads((path / WARMSTART_FILE).read_text())
+    assert info["reached_stop_metric"] and info["steps"] == 2  # threshold 0 is met at the first evaluation
+    assert json.loads((path / TASK_INFO_FILE).read_text())["task"] == "arithmetic"
+    mtime = (path / "config.json").stat().st_mtime_ns
+    assert warm_start("arithmetic", tmp_path, config=cfg, force=True, progress=False) == path
+    assert (path / "config.json").stat().st_mtime_ns != mtime
+
+
+def test_warm_start_config_validation() -> None:
+    with pytest.raises(ValueError, match="batch_size=0"):
+        WarmStartConfig(batch_size=0)
+    with pytest.raises(ValueError, match="stop_avg_at_k=1.5"):
+        WarmStartConfig(stop_avg_at_k=1.5)
+    with pytest.raises(ValueError, match="learning_rate"):
+        WarmStartConfig(learning_rate=0.0)
+    with pytest.raises(ValueError, match="known tasks"):
+        warm_start("nope", "/tmp/unused-stare-cache")
