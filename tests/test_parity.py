@@ -134,7 +134,7 @@ def _check_steer(out: LossOutput, o: dict[str, Any], batch: TokenBatch) -> None:
     _close(steer_omega(batch)[valid], np.asarray(o["omega_abs"])[valid.numpy()], "omega_abs (valid)")
     _close(out.metrics["omega_abs_max"], o["omega_abs_max_valid"], "omega_abs_max")
     _close(out.metrics["omega_abs_min"], o["omega_abs_min_valid"], "omega_abs_min")
-    for name in ("pg_clipfrac", "ppo_kl", "pg_clipfrac_lower", "pg_clipfrac_high", "pg_clipfrac_low"):
+    for name in ("pg_clipfrac", "ppo_kl", "pg_clipfrac_lower"):
         _close(out.metrics[name], o["metrics"][name], f"metric {name}")
     for name in ("token_weights_mean", "token_weights_min", "token_weights_max"):
         _close(out.metrics[name], o["metrics"][name], f"metric {name}")

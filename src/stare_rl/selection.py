@@ -96,16 +96,48 @@ def top_fraction_threshold(values: torch.Tensor, ratio: float, rounding: str = "
 def topk_mask(values: torch.Tensor, candidates: torch.Tensor, k: int) -> torch.Tensor:
     """``(B, T)`` bool: exactly the k candidates with the largest value (batch scope).
 
-    Candidates are taken in row-major order and ranked with ``torch.topk`` (the reference behaviour, ties
-    broken by topk). ``k`` is clamped to the number of candidates; k <= 0 selects nothing.
+    Fast path: the k-th largest candidate value by ``torch.kthvalue`` and one comparison (no gather/scatter).
+    If ties at that value would select more than k, the candidates are ranked in row-major order with
+    ``torch.topk`` instead (the reference behaviour). ``k`` is clamped to the number of candidates; k <= 0
+    selects nothing.
     """
-    selected = torch.zeros_like(candidates, dtype=torch.bool)
-    n = int(candidates.sum())
+    n = int(torch.count_nonzero(candidates))
     k = min(int(k), n)
     if k <= 0:
+        return torch.zeros_like(candidates, dtype=torch.bool)
+    values = values.detach()
+    key = torch.where(candidates, values, -math.inf).reshape(-1)  # (B*T,) non-candidates never selected
+    kth = _kth_largest_exact(key, k)  # the k-th largest candidate value
+    selected = candidates & (values >= kth)  # (B, T)
+    if int(torch.count_nonzero(selected)) == k:
         return selected
+    return _topk_mask_ranked(values, candidates, k)  # ties at the k-th value
+
+
+def _kth_largest_exact(key: torch.Tensor, k: int, stride: int = 8) -> torch.Tensor:
+    """Exact k-th largest entry of a 1-D tensor (0-dim tensor), 1 <= k <= key.numel().
+
+    Large inputs are pre-filtered: the ~2k/stride-th largest of a strided subsample is a bound t0; if at
+    least k entries are >= t0, the k-th largest overall is the k-th largest of those few entries (exact).
+    Otherwise, or for small inputs, one ``torch.kthvalue`` over everything.
+    """
+    n = key.numel()
+    if n >= 16384 and 2 * k < n // 4:
+        sub = key[::stride]  # (n / stride,)
+        j = min(sub.numel(), 2 * k // stride + 16)
+        t0 = torch.kthvalue(sub, sub.numel() - j + 1).values
+        pre = key >= t0  # (n,) a superset of the top k when it holds >= k entries
+        c = int(torch.count_nonzero(pre))
+        if c >= k:
+            return torch.kthvalue(key[pre], c - k + 1).values
+    return torch.kthvalue(key, n - k + 1).values
+
+
+def _topk_mask_ranked(values: torch.Tensor, candidates: torch.Tensor, k: int) -> torch.Tensor:
+    """Exactly k candidates by ``torch.topk`` over the candidates in row-major order (ties as topk breaks them)."""
+    selected = torch.zeros_like(candidates, dtype=torch.bool)
     flat_idx = candidates.reshape(-1).nonzero(as_tuple=False).squeeze(-1)  # (n,) positions of candidates
-    cand_values = values.detach().reshape(-1)[flat_idx]  # (n,)
+    cand_values = values.reshape(-1)[flat_idx]  # (n,)
     top = torch.topk(cand_values, k, largest=True).indices  # (k,)
     selected.view(-1)[flat_idx[top]] = True
     return selected
@@ -127,5 +159,5 @@ def select_top_fraction(
     """
     if threshold is not None:
         return select_at_least(values, candidates, threshold)
-    k = topk_count(ratio, int(candidates.sum()), rounding)
+    k = topk_count(ratio, int(torch.count_nonzero(candidates)), rounding)
     return topk_mask(values, candidates, k)

@@ -143,11 +143,17 @@ def stare_loss(
     t_plus, t_minus, l_plus, l_minus = stare_selection(batch, cfg, ctx)
     w, m = resolve_weights(cfg, ctx)
     gate_on = True if ctx.gate_on is None else bool(ctx.gate_on)  # STARE §4.3: gate from the controller
-    weights = torch.ones_like(clipped, dtype=batch.log_prob.dtype).detach()  # (B, T) 1 on padding too
-    if gate_on:  # STARE §4.2: W on L+, M on L- (C2); gate off => vanilla
-        weights = weights.masked_fill(l_plus, w).masked_fill(l_minus, m)
-    token_loss = clipped * weights  # (B, T) weights are constants: no gradient through them
-    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, weights, t_plus, t_minus, l_plus, l_minus))
+    dt, dev = batch.log_prob.dtype, batch.log_prob.device
+    if gate_on:  # STARE §4.2: W on L+, M on L- (C2), 1 elsewhere (padding included)
+        one = torch.ones((), dtype=dt, device=dev)
+        weights = torch.where(l_plus, torch.tensor(w, dtype=dt, device=dev), one)  # (B, T)
+        if cfg.variant == "C2":
+            weights = torch.where(l_minus, torch.tensor(m, dtype=dt, device=dev), weights)
+        token_loss = clipped * weights  # (B, T) weights are constants: no gradient through them
+    else:  # gate off: exactly vanilla
+        weights = torch.ones_like(clipped, dtype=dt).detach()
+        token_loss = clipped
+    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, t_plus, t_minus, l_plus, l_minus))
     return LossOutput(
         token_loss=token_loss,
         token_weights=weights,
@@ -162,16 +168,18 @@ def _stare_metrics(
     gate_on: bool,
     w: float,
     m: float,
-    weights: torch.Tensor,
     t_plus: torch.Tensor,
     t_minus: torch.Tensor,
     l_plus: torch.Tensor,
     l_minus: torch.Tensor,
 ) -> dict[str, torch.Tensor]:
-    """Detached scalar metrics; fractions are over the valid tokens of this batch."""
+    """Detached scalar metrics; fractions are over the valid tokens of this batch (counts, no float sums)."""
     dev, dt = batch.log_prob.device, batch.log_prob.dtype
-    n_valid = float(max(batch.n_valid, 1))
-    n_pos, n_neg = int(t_plus.sum()), int(t_minus.sum())
+    count = torch.count_nonzero
+    n_valid = int(count(batch.mask))
+    n_pos, n_neg, k_plus, k_minus = (int(count(x)) for x in (t_plus, t_minus, l_plus, l_minus))
+    denom = float(max(n_valid, 1))
+    weight_sum = n_valid + ((w - 1.0) * k_plus + (m - 1.0) * k_minus if gate_on else 0.0)
 
     def scalar(x: float) -> torch.Tensor:
         return torch.tensor(float(x), dtype=dt, device=dev)
@@ -183,13 +191,13 @@ def _stare_metrics(
         "top_p_ratio": scalar(cfg.top_p_ratio),
         "n_pos_candidates": scalar(n_pos),
         "n_neg_candidates": scalar(n_neg),
-        "k_plus": scalar(int(l_plus.sum())),
-        "k_minus": scalar(int(l_minus.sum())),
-        "pos_candidate_frac": scalar(n_pos / n_valid),
-        "neg_candidate_frac": scalar(n_neg / n_valid),
-        "l_plus_frac": scalar(int(l_plus.sum()) / n_valid),
-        "l_minus_frac": scalar(int(l_minus.sum()) / n_valid),
-        "mean_weight": (weights.detach() * batch.mask_f).sum() / n_valid,
+        "k_plus": scalar(k_plus),
+        "k_minus": scalar(k_minus),
+        "pos_candidate_frac": scalar(n_pos / denom),
+        "neg_candidate_frac": scalar(n_neg / denom),
+        "l_plus_frac": scalar(k_plus / denom),
+        "l_minus_frac": scalar(k_minus / denom),
+        "mean_weight": scalar(weight_sum / denom),  # mean of the weights over valid tokens
     }
 
 

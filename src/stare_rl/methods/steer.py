@@ -97,29 +97,53 @@ def steer_token_weights(
     Returns:
         ``(B, T)`` weights in [w_min, 1] (exp) or [w_min, w_max] (linear) on valid tokens, 0 elsewhere.
     """
+    local_max, local_min = _omega_extrema(omega, valid, need_min=cfg.mapping == "linear")
+    o_max, o_min = _resolve_extrema(ctx, local_max, local_min)
+    return _map_omega(omega, o_max, o_min, cfg).masked_fill(~valid, 0.0).detach()
+
+
+def _omega_extrema(
+    omega: torch.Tensor, valid: torch.Tensor, need_min: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """max and min |Omega| over valid tokens as 0-dim tensors (0 when nothing is valid); |Omega| >= 0."""
+    local_max = torch.where(valid, omega, 0.0).max() if omega.numel() else omega.new_zeros(())
+    if not need_min or omega.numel() == 0:
+        return local_max, local_max
+    local_min = torch.where(valid, omega, torch.inf).min()
+    return local_max, torch.where(torch.isinf(local_min), 0.0, local_min)
+
+
+def _resolve_extrema(
+    ctx: LossContext, local_max: torch.Tensor, local_min: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Global max/min from the context when given (global scope), else this batch's."""
+
+    def as_t(v: float) -> torch.Tensor:
+        return torch.as_tensor(v, dtype=local_max.dtype, device=local_max.device)
+
+    o_max = as_t(ctx.omega_max) if ctx.omega_max is not None else local_max
+    o_min = as_t(ctx.omega_min) if ctx.omega_min is not None else local_min
+    return o_max, o_min
+
+
+def _map_omega(
+    omega: torch.Tensor, o_max: torch.Tensor, o_min: torch.Tensor, cfg: SteerConfig
+) -> torch.Tensor:
+    """The exp / linear map applied elementwise (works on 0-dim tensors too)."""
     dt, dev = omega.dtype, omega.device
-    if not bool(valid.any()):  # nothing valid: every weight is 0 (padding)
-        return torch.zeros_like(omega)
-    vals = omega[valid]  # (n_valid,)
-    o_max = torch.as_tensor(ctx.omega_max, dtype=dt, device=dev) if ctx.omega_max is not None else vals.max()
     w_min = cfg.token_weight_min
     if cfg.mapping == "exp":
         floor = torch.tensor(cfg.omega_floor, dtype=dt, device=dev)
         # STEER: k = -ln(w_min) / max(max|Omega|, 0.02); w = exp(-k |Omega|), so the top token gets w_min
         k = -torch.log(torch.tensor(w_min, dtype=dt, device=dev)) / torch.maximum(o_max, floor)
-        w = torch.clamp(torch.exp(-k * omega), min=w_min, max=1.0)  # (B, T)
-    else:
-        o_min = (
-            torch.as_tensor(ctx.omega_min, dtype=dt, device=dev) if ctx.omega_min is not None else vals.min()
-        )
-        w_max = cfg.token_weight_max
-        if bool(o_max > o_min):
-            scale = (w_max - w_min) / (o_max - o_min)
-            w = w_max - (omega - o_min) * scale  # (B, T) linear: largest |Omega| -> w_min
-        else:  # every |Omega| equal: the reference gives the midpoint
-            w = torch.full_like(omega, (w_min + w_max) / 2)
-        w = torch.clamp(w, min=w_min, max=w_max)
-    return torch.where(valid, w, torch.zeros_like(w)).detach()
+        return torch.clamp(torch.exp(-k * omega), min=w_min, max=1.0)
+    w_max = cfg.token_weight_max
+    if bool(o_max > o_min):
+        scale = (w_max - w_min) / (o_max - o_min)
+        w = w_max - (omega - o_min) * scale  # linear: the largest |Omega| gets w_min
+    else:  # every |Omega| equal: the reference gives the midpoint
+        w = torch.full_like(omega, (w_min + w_max) / 2)
+    return torch.clamp(w, min=w_min, max=w_max)
 
 
 @register_method("steer", SteerConfig)
@@ -138,7 +162,8 @@ def steer_loss(
         ctx: ``omega_max`` (and ``omega_min`` for linear) of the global batch, else computed here.
 
     Returns:
-        per-token loss ``w * clipped_loss``; weights (0 on padding, as the reference); metrics.
+        per-token loss ``w * clipped_loss``; weights (0 on padding, as the reference); metrics
+        ``token_weights_mean/min/max`` and ``omega_abs_max/min`` over the valid tokens of this batch.
 
     Notes:
         max/min |Omega| are statistics of the batch handed in (reference: per GPU micro-batch) unless the
@@ -149,32 +174,23 @@ def steer_loss(
         batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate
     )
     valid = batch.valid
-    weights = steer_token_weights(omega, valid, cfg, ctx)  # (B, T)
-    metrics.update(_steer_metrics(batch, surrogate, omega, weights))
-    return LossOutput(token_loss=clipped * weights, token_weights=weights, metrics=metrics)
-
-
-def _steer_metrics(
-    batch: TokenBatch, surrogate: SurrogateConfig, omega: torch.Tensor, weights: torch.Tensor
-) -> dict[str, torch.Tensor]:
-    """Detached metrics over the valid tokens of this batch (0 when none)."""
-    valid, vf = batch.valid, batch.mask_f
-    n = vf.sum().clamp(min=1.0)
-    zero = torch.zeros((), dtype=omega.dtype, device=omega.device)
-    w_valid, o_valid = weights[valid], omega[valid]
     with torch.no_grad():
-        ratio = torch.exp(torch.clamp(batch.log_prob - batch.old_log_prob, -20.0, 20.0))  # (B, T)
-        high = ((ratio > 1 + surrogate.clip_ratio_high) & (batch.advantages > 0)).to(vf.dtype)
-        low = ((ratio < 1 - surrogate.clip_ratio_low) & (batch.advantages < 0)).to(vf.dtype)
-        return {
-            "pg_clipfrac_high": (high * vf).sum() / n,
-            "pg_clipfrac_low": (low * vf).sum() / n,
-            "token_weights_mean": w_valid.mean() if w_valid.numel() else zero,
-            "token_weights_min": w_valid.min() if w_valid.numel() else zero,
-            "token_weights_max": w_valid.max() if w_valid.numel() else zero,
-            "omega_abs_max": o_valid.max() if o_valid.numel() else zero,
-            "omega_abs_min": o_valid.min() if o_valid.numel() else zero,
-        }
+        local_max, local_min = _omega_extrema(omega, valid)
+        o_max, o_min = _resolve_extrema(ctx, local_max, local_min)
+        weights = _map_omega(omega, o_max, o_min, cfg).masked_fill(~valid, 0.0)  # (B, T)
+        n_valid = int(torch.count_nonzero(valid))
+        zero = omega.new_zeros(())
+        # the weight map is monotone decreasing in |Omega|: the extreme weights sit at the extreme |Omega|
+        metrics.update(
+            {
+                "token_weights_mean": weights.sum() / n_valid if n_valid else zero,
+                "token_weights_min": _map_omega(local_max, o_max, o_min, cfg) if n_valid else zero,
+                "token_weights_max": _map_omega(local_min, o_max, o_min, cfg) if n_valid else zero,
+                "omega_abs_max": local_max,
+                "omega_abs_min": local_min,
+            }
+        )
+    return LossOutput(token_loss=clipped * weights, token_weights=weights, metrics=metrics)
 
 
 def steer_global_stats(omega_valid: torch.Tensor) -> dict[str, float | None]:
