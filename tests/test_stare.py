@@ -227,3 +227,24 @@ def test_global_threshold_inf_selects_nothing() -> None:
     assert stats["surprisal_threshold_pos"] == float("inf") and stats["surprisal_threshold_neg"] is None
     out = compute_loss("stare", random_batch(1), cfg, context=LossContext(**stats))
     assert not bool(out.masks["l_plus"].any())
+
+
+@given(st.integers(0, 10_000), st.integers(16_384, 40_000), st.floats(0.0001, 1.0), st.booleans())
+def test_exact_kth_largest_and_topk_mask_with_prefilter(
+    seed: int, n: int, frac: float, quantised: bool
+) -> None:
+    from stare_rl.selection import _kth_largest_exact, topk_mask
+
+    g = torch.Generator().manual_seed(seed)
+    values = torch.randn(1, n, generator=g)
+    if quantised:  # bf16-like values: many ties, also at the k-th value
+        values = values.to(torch.bfloat16).float()
+    candidates = torch.rand(1, n, generator=g) < 0.7
+    n_cand = int(candidates.sum())
+    k = max(1, int(frac * n_cand))
+    key = torch.where(candidates, values, float("-inf")).reshape(-1)
+    assert float(_kth_largest_exact(key, k)) == float(torch.topk(key, k).values[-1])
+    mask = topk_mask(values, candidates, k)
+    assert int(mask.sum()) == k and bool((mask <= candidates).all())
+    if k < n_cand:
+        assert float(values[mask].min()) >= float(values[candidates & ~mask].max())
