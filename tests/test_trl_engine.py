@@ -205,3 +205,37 @@ def test_superseded_trl_loss_fields_are_rejected(tmp_path: Path) -> None:
         make_trainer(tmp_path, "vanilla", epsilon=0.3)
     with pytest.raises(ValueError, match="top_entropy_quantile"):
         make_trainer(tmp_path, "vanilla", top_entropy_quantile=0.2)
+
+
+def _raises(completion: str, answer: str) -> float:
+    raise RuntimeError("broken reward")
+
+
+def _hangs(completion: str, answer: str) -> float:
+    import time
+
+    time.sleep(5)
+    return 1.0
+
+
+def test_reward_errors_and_timeouts_score_zero_and_are_counted() -> None:
+    from stare_rl.engines.trl import make_reward_func
+
+    logged: list[tuple[str, float]] = []
+    for fn, timeout in ((_raises, 5.0), (_hangs, 0.05)):
+        reward = make_reward_func(fn, timeout_s=timeout)
+        scores = reward(["1+1="] * 3, ["2", "3", "x"], answer=["2"] * 3, log_metric=lambda k, v: logged.append((k, v)))
+        assert scores == [0.0, 0.0, 0.0]
+    assert logged == [("reward/errors", 3.0), ("reward/errors", 3.0)]
+    good = make_reward_func(lambda c, a: float(c.strip() == a), timeout_s=5.0)
+    assert good(["p", "p"], ["2", " 3"], answer=["2", "2"]) == [1.0, 0.0]
+
+
+def test_training_goes_on_when_the_reward_function_raises(tmp_path: Path) -> None:
+    from stare_rl.engines.trl import make_reward_func
+
+    trainer = make_trainer(tmp_path, "stare", reward=make_reward_func(_raises, timeout_s=5.0))
+    trainer.train()
+    logs = step_logs(trainer)
+    assert [r["step"] for r in logs] == [1, 2]
+    assert all(r["reward/errors"] == 16.0 and r["critic/score/mean"] == 0.0 for r in logs)

@@ -128,9 +128,8 @@ def plan_run(argv: list[str]) -> Plan | None:
     run_name = f"{method}-{task}-{time.strftime('%Y%m%d-%H%M%S')}"
     parser.set_defaults(**{"output_dir": str(Path("runs") / run_name), **base})
     try:
-        grpo, task_args, method_args, surrogate, method_cfg = parser.parse_args_into_dataclasses(
-            args=rest, look_for_args_file=False
-        )
+        parsed = parser.parse_args_into_dataclasses(args=rest, look_for_args_file=False)
+        grpo, task_args, method_args, surrogate, method_cfg = parsed[:5]  # parsed[5]: the --config namespace
     except SystemExit as exit_:  # argparse already printed the problem
         raise ValueError("invalid command line (see the message above)") from exit_
     from stare_rl.engines.trl import check_superseded
@@ -259,6 +258,10 @@ def execute(prep: Prepared) -> Path:
     trainer.train(resume_from_checkpoint=prep.resume)
     trainer.save_model(str(layout.model))
     tokenizer.save_pretrained(str(layout.model))
+    if prep.task is not None:  # lets `stare eval --model run/model` find the task
+        from stare_rl.tasks.warmstart import TASK_INFO_FILE
+
+        write_json_atomic(layout.model / TASK_INFO_FILE, {"task": prep.task.name, "task_kwargs": prep.task.settings()})
     if ta.final_eval:
         from stare_rl.evaluation import evaluate
 

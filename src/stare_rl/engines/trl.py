@@ -97,8 +97,9 @@ class StareGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
-        if self.bf16 is None and not torch.cuda.is_available():
-            self.bf16 = False
+        if not torch.cuda.is_available():
+            self.bf16 = False if self.bf16 is None else self.bf16
+            self.dataloader_pin_memory = False  # nothing to pin to on CPU (silences a torch warning)
         super().__post_init__()
 
 
@@ -117,21 +118,17 @@ def make_reward_func(
 
     Failures are counted: ``reward/errors`` (per batch) through TRL's ``log_metric`` hook.
     """
-    from stare_rl.tasks.rewards import safe_reward
+    from stare_rl.tasks.rewards import safe_rewards
 
     def reward_func(prompts: list, completions: list, **kwargs: Any) -> list[float]:
         answers = kwargs.get(answer_key)
         if answers is None:
             raise ValueError(f"the dataset has no {answer_key!r} column for the reward function")
-        scores, errors = [], 0
-        for completion, answer in zip(completions, answers, strict=True):
-            text = completion if isinstance(completion, str) else completion[-1]["content"]
-            score, err = safe_reward(fn, text, answer, timeout_s)
-            errors += err is not None
-            scores.append(float(score))
+        texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]  # chat -> last message
+        scored = safe_rewards(fn, texts, [str(a) for a in answers], timeout_s)
         if kwargs.get("log_metric") is not None:
-            kwargs["log_metric"]("reward/errors", float(errors))
-        return scores
+            kwargs["log_metric"]("reward/errors", float(sum(err is not None for _, err in scored)))
+        return [float(score) for score, _ in scored]
 
     reward_func.__name__ = name
     return reward_func

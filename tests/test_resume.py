@@ -1,0 +1,67 @@
+"""Kill-and-resume: a run stopped after its last checkpoint and resumed from it logs the same metrics as an
+uninterrupted run (controller state included), and ``metrics.jsonl`` holds each step once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+from transformers import TrainerCallback  # noqa: E402
+
+from stare_rl.runlog import CONTROLLER_FILE, read_json, read_metrics  # noqa: E402
+from test_trl_engine import make_trainer  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+COMPARED = (
+    "loss", "actor/pg_loss", "actor/entropy", "actor/grad_norm", "critic/score/mean", "response_length/mean",
+    "stare/batch_entropy", "stare/gate_on", "stare/reweight_w", "stare/reweight_m", "stare/mean_weight",
+    "stare/l_plus_frac", "stare/l_minus_frac", "stare/entropy_coef", "quadrant/pos_high_frac",
+)
+
+
+class Kill(TrainerCallback):
+    """Stops training at ``step`` (after the checkpoint at an earlier step), like a killed process."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        if state.global_step == self.step:
+            control.should_training_stop = True
+
+
+def _run(out: Path, kill_at: int | None = None, resume: str | None = None) -> list[dict]:
+    # Gate target inside the entropy range of the run, adaptive W/M and adaptive bonus: every controller moves.
+    trainer = make_trainer(
+        out, "stare", {"variant": "C2", "target_entropy": 2.73},
+        method_args={"adaptive_weights": True, "entropy_bonus": "adaptive", "bonus_target_entropy": 2.73},
+        max_steps=6, save_strategy="steps", save_steps=2, lr_scheduler_type="linear", learning_rate=1e-2,
+        callbacks=[Kill(kill_at)] if kill_at else None,
+    )
+    trainer.train(resume_from_checkpoint=resume)
+    return read_metrics(out)
+
+
+def test_killed_run_resumed_from_checkpoint_matches_uninterrupted(tmp_path: Path) -> None:
+    full = _run(tmp_path / "full")
+    assert [r["step"] for r in full] == [1, 2, 3, 4, 5, 6]
+    gate_values = {r["stare/gate_on"] for r in full}
+    assert gate_values == {0.0, 1.0}, f"the gate should switch during the run, saw {gate_values}"
+
+    run = tmp_path / "killed"
+    killed = _run(run, kill_at=5)  # checkpoints 2 and 4 written, step 5 logged, then "killed"
+    assert [r["step"] for r in killed] == [1, 2, 3, 4, 5]
+    state = read_json(run / "checkpoint-4" / CONTROLLER_FILE)["controllers"]
+    assert set(state) == {"gate", "schedule", "adaptive_entropy"}
+
+    resumed = _run(run, resume=str(run / "checkpoint-4"))
+    assert [r["step"] for r in resumed] == [1, 2, 3, 4, 5, 6]  # step 5 of the killed run replaced, not duplicated
+    for a, b in zip(full, resumed, strict=True):
+        for key in COMPARED:
+            assert key in a, key
+            assert b[key] == pytest.approx(a[key], rel=1e-6, abs=1e-7), (a["step"], key, a[key], b[key])
+    assert read_json(run / "checkpoint-6" / CONTROLLER_FILE) == read_json(tmp_path / "full" / "checkpoint-6" / CONTROLLER_FILE)

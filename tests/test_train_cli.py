@@ -1,0 +1,105 @@
+"""``stare train``: help, clear errors before any compute, and a short end-to-end run evaluated by ``stare eval``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+from stare_rl.commands import train  # noqa: E402
+from stare_rl.runlog import CONTROLLER_FILE, read_metrics  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small random model of the project's tiny architecture, saved as a normal HF model dir."""
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.model import build_tiny_model
+    from stare_rl.tasks.tokenizer import build_char_tokenizer
+
+    path = tmp_path_factory.mktemp("tiny")
+    tok = build_char_tokenizer(get_task("arithmetic").alphabet)
+    build_tiny_model(tok, hidden_size=32, num_layers=2, num_heads=2, seed=0).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_help_lists_every_section(capsys: pytest.CaptureFixture[str]) -> None:
+    assert train.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--learning_rate", "--num_generations", "--use_vllm", "--model", "--dataset", "--method",
+                 "--dynamic_sampling", "--entropy_bonus", "--clip_ratio_low", "--loss_agg_mode", "--reweight_w",
+                 "--target_entropy", "--config"):
+        assert flag in out, flag
+    assert "[not used by stare-rl; use clip_ratio_low]" in out  # TRL's epsilon points to ours
+    assert train.main(["--method", "steer", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--token_weight_min" in out and "--reweight_w" not in out
+
+
+BAD_INPUTS = [
+    (["--method", "nope"], "method='nope' is not registered"),
+    (["--learning_rat", "1e-4"], "unknown field 'learning_rat'"),
+    (["--config", "{tmp}/missing.yaml"], "no such file"),
+    (["--config", "{tmp}/typo.yaml"], "unknown field 'lerning_rate'"),
+    (["--dataset", "{tmp}/missing.parquet"], "dataset='{tmp}/missing.parquet': no such file"),
+    (["--model", "./no/such/model"], "no such directory"),
+    (["--per_device_train_batch_size", "10", "--num_generations", "4"], "divisible by num_generations (4)"),
+    (["--epsilon", "0.3"], "epsilon=0.3 is TRL's own loss setting"),
+    (["--reweight_w", "0.5"], "reweight_w=0.5 must be >= 1"),
+    (["--variant", "X3"], "variant='X3'"),
+    (["--method", "vanilla", "--adaptive_weights", "true"], "adaptive_weights=True needs method='stare'"),
+    (["--entropy_bonus", "sometimes"], "entropy_bonus='sometimes'"),
+    (["--resume_from_checkpoint", "{tmp}/nope"], "no such checkpoint directory"),
+    (["--resume_from_checkpoint", "last"], "no checkpoint-* in output_dir"),
+    (["--task", "sudoku"], "task='sudoku' is not known"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD_INPUTS)
+def test_bad_input_fails_clearly_before_compute(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    (tmp_path / "typo.yaml").write_text("method: stare\nlerning_rate: 0.1\n")
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    cache, run = tmp_path / "cache", tmp_path / "run"
+    status = train.main([*argv, "--cache_dir", str(cache), "--output_dir", str(run)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "stare train: error:" in err and message.format(tmp=tmp_path) in err, err
+    assert not cache.exists() and not run.exists()  # no warm start, no run directory
+
+
+@pytest.mark.slow
+def test_train_end_to_end_then_eval_and_rerun_from_saved_config(
+    tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    argv = ["--model", str(tiny_model_dir), "--output_dir", str(run), "--max_steps", "2", "--save_steps", "1",
+            "--per_device_train_batch_size", "16", "--num_generations", "4", "--train_size", "32",
+            "--eval_size", "4", "--eval_k", "2", "--target_entropy", "100", "--disable_tqdm", "true"]
+    assert train.main(argv) == 0
+    out = capsys.readouterr().out
+    assert str(run.resolve()) in out and "metrics.jsonl" in out and "eval.json" in out
+    records = read_metrics(run)
+    assert [r["step"] for r in records] == [1, 2]
+    assert all(r["stare/gate_on"] == 1.0 and "quadrant/neg_low_frac" in r for r in records)
+    assert (run / "checkpoint-2" / CONTROLLER_FILE).is_file()
+    assert (run / "model" / "config.json").is_file() and (run / "model" / "tokenizer.json").is_file()
+    result = json.loads((run / "eval.json").read_text())
+    assert result["n"] == 4 and 0.0 <= result["avg@2"] <= 1.0
+
+    from stare_rl.commands import eval as eval_cmd
+
+    out_json = tmp_path / "eval2.json"
+    assert eval_cmd.main(["--model", str(run / "model"), "--n", "4", "--k", "2", "--out", str(out_json)]) == 0
+    assert json.loads(out_json.read_text())["n"] == 4
+
+    run2 = tmp_path / "run2"
+    assert train.main(["--config", str(run / "config.yaml"), "--output_dir", str(run2), "--max_steps", "1",
+                       "--final_eval", "false"]) == 0
+    assert [r["step"] for r in read_metrics(run2)] == [1]
+    assert not (run2 / "eval.json").exists()
