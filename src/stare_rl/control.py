@@ -223,14 +223,16 @@ def global_token_mean(
     import torch.distributed as dist
 
     batches = [batches] if isinstance(batches, TokenBatch) else list(batches)
-    total = torch.zeros(2, dtype=torch.float64)
+    # (sum, count) on the inputs' device: NCCL all-reduces CUDA tensors only
+    device = batches[0].mask.device if batches else torch.device("cpu")
+    total = torch.zeros(2, dtype=torch.float64, device=device)
     for b in batches:
         values = getattr(b, attr)
         if values is None:
             raise ValueError(f"batch.{attr} is None; global_token_mean needs it")
         total += torch.stack(
-            [(values.detach().double() * b.mask_f.double()).sum().cpu(), b.mask_f.sum().double().cpu()]
-        )
+            [(values.detach().double() * b.mask_f.double()).sum(), b.mask_f.sum().double()]
+        ).to(device)
     if dist.is_available() and dist.is_initialized():
         dist.all_reduce(total, group=group)
     return float(total[0] / total[1]) if float(total[1]) > 0 else 0.0
