@@ -220,7 +220,8 @@ def test_registry_lists_methods_and_rejects_unknown_names() -> None:
 
 
 def _naive(logits: torch.Tensor, tokens: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
-    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    x = logits if logits.dtype == torch.float64 else logits.float()
+    logp = torch.log_softmax(x / temperature, dim=-1)
     return logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1), -(logp.exp() * logp).sum(-1)
 
 
@@ -262,6 +263,22 @@ def test_chunked_gradients_match_naive_and_closed_form(temperature: float) -> No
     onehot = torch.nn.functional.one_hot(tokens, 13).float()
     closed = (w1.unsqueeze(-1) * (onehot - p) - w2.unsqueeze(-1) * p * (logp + h)) / temperature
     torch.testing.assert_close(g_chunk, closed)
+
+
+@pytest.mark.parametrize("temperature", [0.5, 1.0, 1.3])
+def test_no_grad_and_autograd_paths_agree(temperature: float) -> None:
+    g = torch.Generator().manual_seed(5)
+    logits = (4 * torch.randn(37, 301, generator=g)).requires_grad_(True)
+    tokens = torch.randint(0, 301, (37,), generator=g)
+    lp_grad, ent_grad = logprobs_and_entropy(logits, tokens, temperature, chunk_size=8)
+    assert lp_grad.requires_grad and ent_grad.requires_grad
+    with torch.no_grad():
+        lp, ent = logprobs_and_entropy(logits, tokens, temperature, chunk_size=8)
+    lp64, ent64 = _naive(logits.detach().double(), tokens, temperature)
+    torch.testing.assert_close(lp.double(), lp64.double(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ent.double(), ent64.double(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(lp, lp_grad.detach())
+    torch.testing.assert_close(ent, ent_grad.detach())
 
 
 def test_token_quantity_input_errors() -> None:
