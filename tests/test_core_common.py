@@ -348,3 +348,19 @@ def test_surprisal_and_steer_omega_by_hand() -> None:
     assert omega.tolist()[0] == pytest.approx([expected0, expected1, expected2], rel=1e-5)
     inf_adv = torch.tensor([[math.inf, 0.0, 0.0]])
     assert float(steer_omega_abs(lp, old, inf_adv, ent)[0, 0]) == 0.0  # non-finite -> 0
+
+
+def test_docs_core_example_runs() -> None:
+    """The example at the top of docs/core.md runs as written."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).parents[1] / "docs" / "core.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S)
+    assert code is not None
+    namespace: dict = {}
+    exec(compile(code.group(1), "docs/core.md", "exec"), namespace)  # noqa: S102
+    a = 0.5 / (0.5**0.5 + 1e-6)  # group [1, 0]: mean 0.5, unbiased std sqrt(0.5)
+    assert namespace["seq_adv"].tolist() == pytest.approx([a, -a, 0.0, 0.0], rel=1e-6)
+    assert namespace["keep"].tolist() == [True, True, False, False]
+    assert namespace["logits"].grad is not None and bool(torch.isfinite(namespace["logits"].grad).all())
