@@ -8,6 +8,7 @@ import torch
 from stare_rl.analysis.estimators import _sensitivity_f64, predicted_changes, score, spearman, steer_omega
 from stare_rl.analysis.probe import (
     CausalLMPolicy,
+    LinearHead,
     LogitTable,
     LossSpec,
     ProbeBatch,
@@ -31,9 +32,12 @@ def test_score_by_hand() -> None:
     s = score(torch.tensor([1.0, 0.0, 0.0, 1.0]), torch.tensor([1.0, 1.0, -1.0, -1.0]))
     assert s["scale"] == 0.0 and s["mse"] == pytest.approx(1.0) and s["rel_mse"] == pytest.approx(1.0)
     assert s["sign_agree"] == pytest.approx(0.5)  # nonzero predictions: +1 vs +1 (agree), +1 vs -1
-    assert s["pearson"] == pytest.approx(0.0)
+    assert s["pearson"] is None  # only two distinct predictions
     empty = score(torch.zeros(0), torch.zeros(0))
-    assert all(v == 0 for v in empty.values())
+    assert empty["n"] == 0 and empty["mse"] == 0.0 and empty["pearson"] is None
+    # two distinct predictions (a repeated response): correlation is trivially 1, so it is not reported
+    two = score(torch.tensor([1.0, 1.0, 2.0]), torch.tensor([0.5, 0.7, 3.0]))
+    assert two["n_distinct"] == 2 and two["pearson"] is None and two["spearman"] is None
 
 
 def test_spearman_with_ties_by_hand() -> None:
@@ -114,6 +118,17 @@ def test_logit_independent_limit_is_exact_at_small_lr_and_shared_model_is_not() 
     assert abs(rec_s["quadrants"]["zero_adv"]["dh_sum"]) > 0
     for p, q in zip(model.parameters(), before, strict=True):  # the probe never moves the policy it is given
         assert torch.equal(p, q)
+
+
+def test_linear_head_reproduces_the_model_logits_and_trains_only_the_head() -> None:
+    model, batch = _tiny_lm_batch(seed=4)
+    shared = CausalLMPolicy(model, batch)
+    head = LinearHead.from_policy(shared)
+    with torch.no_grad():
+        assert torch.allclose(head(), shared(), atol=1e-9)
+    assert [n for n, _ in head.named_parameters()] == ["weight"]
+    rec = probe_step(head, batch, LossSpec(), StepSpec("sgd", 1e-2))
+    assert rec["mean_abs_dh"] > 0 and abs(rec["quadrants"]["zero_adv"]["dh_sum"]) > 0  # shared through W
 
 
 def test_measured_change_matches_an_independent_recomputation() -> None:
@@ -199,8 +214,9 @@ def test_probe_command_end_to_end(tmp_path) -> None:  # noqa: ANN001
                "--optimizers", "sgd", "--rel-changes", "1e-4", "--out", str(out)])
     assert rc == 0
     res = json.loads(out.read_text())
-    assert [(r["policy"], r["optimizer"]) for r in res["records"]] == [("shared", "sgd"), ("logits", "sgd")]
-    logit_exact = res["records"][1]["scores"]["exact"]["all"]
+    assert [(r["policy"], r["optimizer"]) for r in res["records"]] == [
+        ("shared", "sgd"), ("head", "sgd"), ("logits", "sgd")]
+    logit_exact = res["records"][2]["scores"]["exact"]["all"]
     assert logit_exact["pearson"] > 0.99
     assert main(["--model", str(tmp_path / "nope")]) == 2
     assert main(["--model", "tiny-random", "--policies", "both"]) == 2

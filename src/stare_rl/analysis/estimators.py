@@ -106,21 +106,27 @@ def spearman(x: torch.Tensor, y: torch.Tensor) -> float:
     return pearson(_ranks(x.double()), _ranks(y.double()))
 
 
-def score(pred: torch.Tensor, true: torch.Tensor) -> dict[str, float]:
+MIN_DISTINCT = 3  # correlations of fewer distinct predictions are trivially +-1 or undefined
+
+
+def score(pred: torch.Tensor, true: torch.Tensor) -> dict[str, float | int | None]:
     """Score a 1-D prediction against the measured change.
 
     Returns:
-        ``n``; ``scale`` c minimising ``sum (true - c * pred)^2`` (a fit through the origin: a first-order
+        ``n``; ``n_distinct`` (distinct predicted values: repeated identical responses give identical
+        tokens); ``scale`` c minimising ``sum (true - c * pred)^2`` (a fit through the origin: a first-order
         estimate is exact up to the effective step size); ``mse`` after that fit; ``rel_mse`` = mse /
         mean(true^2) (0 = perfect, 1 = no better than predicting 0); ``pearson``; ``spearman``;
         ``sign_agree`` = share of tokens with a nonzero prediction whose sign matches the measured one.
-        All 0 on empty input.
+        Correlations are ``None`` with fewer than :data:`MIN_DISTINCT` distinct predictions; everything
+        else is 0 on empty input.
     """
     pred, true = pred.double().reshape(-1), true.double().reshape(-1)
     n = int(pred.numel())
+    n_distinct = int(torch.unique(pred).numel())
     if n == 0:
-        return {"n": 0, "scale": 0.0, "mse": 0.0, "rel_mse": 0.0, "pearson": 0.0, "spearman": 0.0,
-                "sign_agree": 0.0}
+        return {"n": 0, "n_distinct": 0, "scale": 0.0, "mse": 0.0, "rel_mse": 0.0, "pearson": None,
+                "spearman": None, "sign_agree": 0.0}
     pp = float((pred * pred).sum())
     scale = float((pred * true).sum()) / pp if pp > 0 else 0.0
     resid = true - scale * pred
@@ -128,5 +134,8 @@ def score(pred: torch.Tensor, true: torch.Tensor) -> dict[str, float]:
     power = float((true * true).mean())
     nz = pred != 0
     sign_agree = float((torch.sign(pred[nz]) == torch.sign(true[nz])).double().mean()) if bool(nz.any()) else 0.0
-    return {"n": n, "scale": scale, "mse": mse, "rel_mse": mse / power if power > 0 else 0.0,
-            "pearson": pearson(pred, true), "spearman": spearman(pred, true), "sign_agree": sign_agree}
+    enough = n_distinct >= MIN_DISTINCT
+    return {"n": n, "n_distinct": n_distinct, "scale": scale, "mse": mse,
+            "rel_mse": mse / power if power > 0 else 0.0,
+            "pearson": pearson(pred, true) if enough else None,
+            "spearman": spearman(pred, true) if enough else None, "sign_agree": sign_agree}

@@ -88,6 +88,35 @@ class LogitTable(nn.Module):
         return self.table
 
 
+class LinearHead(nn.Module):
+    """Sharing through the unembedding only: ``logits_t = W h_t`` with the model's final features ``h_t``
+    frozen and the ``(V, d)`` output matrix ``W`` trainable (a softmax-linear policy; between the logit table
+    and the full model).
+    """
+
+    def __init__(self, features: torch.Tensor, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("features", features.detach().clone())  # (B, T, d)
+        self.weight = nn.Parameter(weight.detach().clone())  # (V, d)
+
+    def forward(self) -> torch.Tensor:
+        return self.features @ self.weight.T  # (B, T, V)
+
+    @classmethod
+    def from_policy(cls, policy: CausalLMPolicy, atol: float = 1e-6) -> LinearHead:
+        """Features and output matrix of ``policy``'s model; raises ``ValueError`` when ``W h`` does not
+        reproduce its logits (a head with a bias, soft-capping or scaling)."""
+        b = policy.batch
+        head = policy.model.get_output_embeddings()
+        with torch.no_grad():
+            out = policy.model(input_ids=b.input_ids, attention_mask=b.attention_mask, output_hidden_states=True)
+            lin = cls(out.hidden_states[-1][:, :-1], head.weight)
+            err = float((lin() - out.logits[:, :-1]).abs().max())
+        if getattr(head, "bias", None) is not None or err > atol:
+            raise ValueError(f"model head is not a plain linear map of the last hidden state (max error {err:.2e})")
+        return lin
+
+
 @dataclass(frozen=True)
 class StepSpec:
     """One optimiser step to measure: ``optimizer`` in :data:`OPTIMIZERS` and its learning rate."""

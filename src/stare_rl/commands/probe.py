@@ -21,8 +21,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Sample a batch, predict each response token's entropy change with the exact sensitivity "
         "S(a), its leading term and STEER's Omega, take one real optimiser step, measure the true change, and "
         "score the predictions (MSE after the best scale fit, Pearson, Spearman, sign agreement) overall and "
-        "per quadrant. 'shared' is the model itself; 'logits' is the logit-independent limit (one free logit "
-        "vector per position, initialised from the model's logits on the same batch).",
+        "per quadrant. 'shared' is the model itself; 'head' trains only its output matrix on frozen features; "
+        "'logits' is the logit-independent limit (one free logit vector per position, initialised from the "
+        "model's logits on the same batch).",
     )
     p.add_argument("--model", default="tiny",
                    help="'tiny': the embedded warm-started model for --task (trained and cached on first use); "
@@ -37,7 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--advantages", default="grpo", help="grpo | drgrpo | rloo | random (N(0,1) per response)")
     p.add_argument("--loss", default="vanilla", help="registered method whose step is taken (default config)")
     p.add_argument("--loss-agg-mode", default="token-mean", help="aggregation of the per-token loss")
-    p.add_argument("--policies", default="shared,logits", help="comma list of shared,logits")
+    p.add_argument("--policies", default="shared,head,logits",
+                   help="comma list of shared (the model), head (only the output matrix trains, features "
+                   "frozen), logits (one free logit vector per position)")
     p.add_argument("--optimizers", default="sgd,adamw", help="comma list of sgd,adamw (AdamW: weight decay 0)")
     p.add_argument("--rel-changes", type=_floats, default=(1e-4, 1e-3, 1e-2),
                    help="step sizes as mean|dH|/mean H; the lr is calibrated to each (default 1e-4,1e-3,1e-2)")
@@ -70,6 +73,10 @@ def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
     return model, tok, str(path)
 
 
+def _num(v: float | None, width: int) -> str:
+    return f"{'n/a':>{width}}" if v is None else f"{v:>{width}.3f}"
+
+
 def _print_table(records: list[dict]) -> None:
     head = (f"{'policy':<7}{'opt':<6}{'lr':>9}{'dH/H':>9}  {'estimator':<8}{'pearson':>8}{'spearman':>9}"
             f"{'sign':>6}{'relMSE':>8}  " + " ".join(f"{q:>8}" for q in QUADS) + "  (pearson per quadrant)")
@@ -78,12 +85,14 @@ def _print_table(records: list[dict]) -> None:
     for r in records:
         for est, groups in r["scores"].items():
             a = groups["all"]
-            quad = " ".join(f"{groups[q]['pearson']:>8.3f}" for q in QUADS)
+            quad = " ".join(_num(groups[q]["pearson"], 8) for q in QUADS)
             print(f"{r['policy']:<7}{r['optimizer']:<6}{r['lr']:>9.2e}{r['rel_change']:>9.1e}  {est:<8}"
-                  f"{a['pearson']:>8.3f}{a['spearman']:>9.3f}{a['sign_agree']:>6.2f}{a['rel_mse']:>8.3f}  "
+                  f"{_num(a['pearson'], 8)}{_num(a['spearman'], 9)}{a['sign_agree']:>6.2f}{a['rel_mse']:>8.3f}  "
                   f"{quad}")
     print()
-    fracs = "  ".join(f"{q} {records[0]['quadrants'][q]['frac']:.3f}" for q in (*QUADS, "zero_adv"))
+    n = records[0]["scores"]["exact"]
+    fracs = "  ".join(f"{q} {records[0]['quadrants'][q]['frac']:.3f} ({n[q]['n']} tokens, {n[q]['n_distinct']} "
+                      "distinct)" for q in (*QUADS, "zero_adv"))
     print(f"quadrant token fractions: {fracs}")
     print("summed dH per valid token by quadrant: measured / exact-predicted (fitted scale)")
     print(f"{'policy':<7}{'opt':<6}{'dH/H':>8}  " + "".join(f"{q:>22}" for q in (*QUADS, "zero_adv")))
@@ -98,15 +107,15 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     import torch
 
-    from stare_rl.analysis.probe import CausalLMPolicy, LogitTable, LossSpec, run_probe
+    from stare_rl.analysis.probe import CausalLMPolicy, LinearHead, LogitTable, LossSpec, run_probe
     from stare_rl.analysis.probe_data import SampleSpec, sample_probe_batch
     from stare_rl.tasks import get_task
 
     try:
         task = get_task(args.task)
         policies_wanted = [x for x in args.policies.split(",") if x]
-        if not policies_wanted or set(policies_wanted) - {"shared", "logits"}:
-            raise ValueError(f"--policies={args.policies!r} must be a comma list of shared,logits")
+        if not policies_wanted or set(policies_wanted) - {"shared", "head", "logits"}:
+            raise ValueError(f"--policies={args.policies!r} must be a comma list of shared,head,logits")
         spec = SampleSpec(args.prompts, args.group, args.max_new_tokens or task.max_completion_chars + 2,
                           args.temperature, args.seed, args.advantages)
         model, tok, model_name = _load(args, task)
@@ -117,6 +126,8 @@ def main(argv: list[str]) -> int:
         policies = {}
         if "shared" in policies_wanted:
             policies["shared"] = shared
+        if "head" in policies_wanted:
+            policies["head"] = LinearHead.from_policy(shared)
         if "logits" in policies_wanted:
             with torch.no_grad():
                 policies["logits"] = LogitTable(shared())
