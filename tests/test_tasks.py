@@ -50,6 +50,8 @@ def test_make_split_validates_arguments() -> None:
         task.make_split("train", -1, 0)
     with pytest.raises(ValueError, match="larger than the number of distinct"):
         get_task("arithmetic", digits=1).make_split("test", 50, 0)
+    few = get_task("arithmetic", digits=1).make_split("test", 50, 0, allow_fewer=True)
+    assert 0 < len(few) < 50 and len({r["prompt"] for r in few}) == len(few)
 
 
 def test_arithmetic_reward() -> None:

@@ -7,7 +7,13 @@ import time
 
 import pytest
 
-from stare_rl.tasks.warmstart import TASK_INFO_FILE, WARMSTART_FILE, WarmStartConfig, read_task_info, warm_start
+from stare_rl.tasks.warmstart import (
+    TASK_INFO_FILE,
+    WARMSTART_FILE,
+    WarmStartConfig,
+    read_task_info,
+    warm_start,
+)
 
 TINY = dict(hidden_size=32, num_layers=1, num_heads=2, batch_size=16, train_rows=64, eval_rows=8, k=2,
             warmup_steps=0)

@@ -86,7 +86,8 @@ def _completion_lengths(gen: torch.Tensor, eos_id: int | None, pad_id: int | Non
         valid = gen != pad_id if pad_id is not None else torch.ones_like(gen, dtype=torch.bool)
         return valid.sum(dim=1)
     is_eos = gen == eos_id  # (N, L)
-    first = torch.where(is_eos.any(dim=1), is_eos.float().argmax(dim=1) + 1, torch.full((n,), length))
+    first = torch.where(is_eos.any(dim=1), is_eos.float().argmax(dim=1) + 1,
+                        torch.full((n,), length, device=gen.device))
     return first
 
 
@@ -112,7 +113,7 @@ def _generate(
         logits = torch.stack(out.logits, dim=1).float() / temperature  # (N, L, V)
         logp = torch.log_softmax(logits, dim=-1)
         ent = -(logp.exp() * logp).sum(-1)  # (N, L)
-        mask = torch.arange(gen.shape[1])[None, :] < lengths[:, None]  # (N, L)
+        mask = torch.arange(gen.shape[1], device=gen.device)[None, :] < lengths[:, None]  # (N, L)
         entropy_sum = (ent * mask).sum(dim=1).cpu()
     texts = tokenizer.batch_decode(gen, skip_special_tokens=True)
     return texts, lengths.cpu(), entropy_sum

@@ -32,9 +32,9 @@ class ArithmeticTask(Task):
         prompt = f"{a}+{b}="
         return prompt, {"prompt": prompt, "answer": str(a + b)}
 
-    def make_split(self, split: str, n: int, seed: int) -> list[dict[str, str]]:
+    def make_split(self, split: str, n: int, seed: int, allow_fewer: bool = False) -> list[dict[str, str]]:
         check_split_args(split, n, seed)
-        return sample_distinct(self._draw, split, n, seed)
+        return sample_distinct(self._draw, split, n, seed, allow_fewer)
 
     def reward(self, completion: str, answer: str) -> float:
         return 1.0 if clean_completion(completion) == answer.strip() else 0.0

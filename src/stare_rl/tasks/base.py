@@ -9,12 +9,15 @@ assigned to exactly one split by a stable hash of its canonical key (independent
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
 SPLITS = ("train", "test")
+logger = logging.getLogger(__name__)
+
 TEST_FRACTION_PERCENT = 10  # 1 in 10 problem instances belongs to the test split
 
 
@@ -39,30 +42,35 @@ def sample_distinct(
     split: str,
     n: int,
     seed: int,
-    max_tries_per_row: int = 200,
+    allow_fewer: bool = False,
+    patience: int = 20000,
 ) -> list[dict[str, str]]:
     """Draw ``n`` rows with distinct prompts of ``split`` with ``draw(rng) -> (key, row)`` (rejection sampling).
 
     ``key`` names the problem instance (e.g. the sorted numbers and target) and decides its split, so that
-    two prompts of the same instance never land in different splits. Deterministic in ``(split, n, seed)``. Raises ``ValueError`` when the split has fewer than ``n``
-    distinct instances reachable within the try budget.
+    two prompts of the same instance never land in different splits. Deterministic in ``(split, n, seed)``.
+    When ``patience`` draws in a row bring no new prompt, the split is taken as exhausted: with
+    ``allow_fewer`` the rows found so far are returned, otherwise ``ValueError``.
     """
     # The split name is mixed into the seed so that train and test draws are not correlated.
     rng = random.Random(f"{split}:{seed}")
     rows: list[dict[str, str]] = []
     seen: set[str] = set()
-    tries = 0
-    budget = max(1000, n * max_tries_per_row)
+    stale = 0
     while len(rows) < n:
-        tries += 1
-        if tries > budget:
-            raise ValueError(
-                f"n={n} is larger than the number of distinct {split!r} instances found "
-                f"({len(rows)} after {budget} draws); ask for fewer rows or widen the task's ranges"
-            )
         key, row = draw(rng)
         if row["prompt"] in seen or split_of(key) != split:
+            stale += 1
+            if stale >= patience:
+                if allow_fewer:
+                    logger.info("split %r holds only ~%d distinct prompts (asked for %d)", split, len(rows), n)
+                    break
+                raise ValueError(
+                    f"n={n} is larger than the number of distinct {split!r} prompts (found {len(rows)}); "
+                    "ask for fewer rows or widen the task's ranges"
+                )
             continue
+        stale = 0
         seen.add(row["prompt"])
         rows.append(row)
     return rows
@@ -82,8 +90,10 @@ class Task(ABC):
     max_completion_chars: int = 0
 
     @abstractmethod
-    def make_split(self, split: str, n: int, seed: int) -> list[dict[str, str]]:
-        """``n`` distinct rows ``{"prompt", "answer"}`` of ``split`` ("train" or "test"), deterministic in seed."""
+    def make_split(self, split: str, n: int, seed: int, allow_fewer: bool = False) -> list[dict[str, str]]:
+        """``n`` rows ``{"prompt", "answer"}`` with distinct prompts of ``split`` ("train" or "test"),
+        deterministic in ``(split, n, seed)``. A split with fewer prompts raises ``ValueError``, or with
+        ``allow_fewer`` returns all it found."""
 
     @abstractmethod
     def reward(self, completion: str, answer: str) -> float:

@@ -190,7 +190,7 @@ class CountdownTask(Task):
         key = f"{sorted(nums)}:{target}"
         return key, {"prompt": answer + "=", "answer": answer}
 
-    def make_split(self, split: str, n: int, seed: int) -> list[dict[str, str]]:
+    def make_split(self, split: str, n: int, seed: int, allow_fewer: bool = False) -> list[dict[str, str]]:
         check_split_args(split, n, seed)
 
         def draw(rng: random.Random) -> tuple[str, dict[str, str]]:
@@ -199,7 +199,7 @@ class CountdownTask(Task):
                 if row:
                     return key, row
 
-        return sample_distinct(draw, split, n, seed)
+        return sample_distinct(draw, split, n, seed, allow_fewer)
 
     def reward(self, completion: str, answer: str) -> float:
         nums, target = parse_answer(answer)

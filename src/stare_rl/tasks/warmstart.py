@@ -150,8 +150,12 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
     start, cpu_start = time.perf_counter(), time.process_time()
     tokenizer = build_char_tokenizer(task.alphabet)
     model = build_tiny_model(tokenizer, config.hidden_size, config.num_layers, config.num_heads, seed=seed)
-    rows = task.make_split("train", config.train_rows + config.eval_rows, seed)
-    train, held_out = rows[: config.train_rows], rows[config.train_rows :]
+    # Small tasks may hold fewer train prompts than asked for: take them all, the first eval_rows held out.
+    rows = task.make_split("train", config.train_rows + config.eval_rows, seed, allow_fewer=True)
+    if len(rows) < 2 * config.eval_rows:
+        raise ValueError(f"task {task!r} has only {len(rows)} train prompts; eval_rows={config.eval_rows} "
+                         "needs at least twice as many")
+    held_out, train = rows[: config.eval_rows], rows[config.eval_rows :]
     dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": task.sft_target(r)} for r in train])
     stopper = _StopOnMetric(task, tokenizer, held_out, config, progress)
     args = SFTConfig(
