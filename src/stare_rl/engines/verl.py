@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from stare_rl.control import StareWeightSchedule, global_stats, make_context
+from stare_rl.control import StareWeightSchedule, global_stats, global_token_mean, make_context
 from stare_rl.registry import compute_loss, get_method, list_methods
 from stare_rl.surrogate import SurrogateConfig
 from stare_rl.types import LossContext, TokenBatch
@@ -212,31 +212,21 @@ def surrogate_config(actor_config: Any, loss_agg_mode: str) -> SurrogateConfig:
     return SurrogateConfig(clip_ratio_low=low, clip_ratio_high=high, clip_ratio_c=c, loss_agg_mode=loss_agg_mode)
 
 
-def _all_ranks_token_mean(values: torch.Tensor, mask: torch.Tensor, group: Any) -> float:
-    """Token-mean of ``values`` over valid tokens of this micro-batch on every rank of ``group`` (0 if none)."""
-    import torch.distributed as dist
-
-    valid = (mask > 0).to(torch.float64)  # (B, T)
-    total = torch.stack([(values.detach().double() * valid).sum(), valid.sum()])  # (2,) on the batch's device
-    if dist.is_available() and dist.is_initialized():
-        dist.all_reduce(total, group=group)
-    return float(total[0] / total[1]) if float(total[1]) > 0 else 0.0
-
-
 def _stare_gate(batch: TokenBatch, cfg: Any, policy_loss: Any, state: StepState | None) -> dict[str, Any]:
     mode = policy_loss.get("stare_gate", "auto")
-    if state is not None and state.gate_on is not None:  # exact: measured once per step by the entry point
-        fields = {"gate_on": state.gate_on, "reweight_w": state.reweight_w, "reweight_m": state.reweight_m}
-        return {k: v for k, v in fields.items() if v is not None}
-    if mode == "exact" or policy_loss.get("stare_adaptive", False):
+    fields = {} if state is None else {k: v for k, v in (("reweight_w", state.reweight_w),
+                                                         ("reweight_m", state.reweight_m)) if v is not None}
+    if mode != "surprisal" and state is not None and state.gate_on is not None:  # exact: once per step
+        return {"gate_on": state.gate_on, **fields}
+    if mode == "exact" or (policy_loss.get("stare_adaptive", False) and not fields):
         raise ValueError(
             "policy_loss.stare_gate='exact' / stare_adaptive=True need the per-step state of the exact entry "
             "point: run `python -m stare_rl.engines.verl_main ...` instead of verl.trainer.main_ppo")
     # STARE §4.3 gate, plugin-only: E_{a~pi_old}[-log pi_old(a)] = H(pi_old), so the token-mean surprisal of
     # the old policy is an unbiased estimate of the token-mean entropy (micro-batch, all DP ranks).
     # DEVIATION: the reference gates on the exact batch token-mean entropy measured once per step.
-    h_hat = _all_ranks_token_mean(-batch.old_log_prob, batch.mask, state.group if state else None)
-    return {"gate_on": h_hat < cfg.target_entropy}
+    h_hat = -global_token_mean(batch, "old_log_prob", state.group if state else None)
+    return {"gate_on": h_hat < cfg.target_entropy, **fields}
 
 
 def _context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state: StepState | None) -> LossContext:

@@ -1,16 +1,19 @@
 """Exact STARE gate (and STEER entropy) on verl: ``python -m stare_rl.engines.verl_main <hydra overrides>``.
 
 Same command line as ``python -m verl.trainer.main_ppo`` (same Hydra config tree, same overrides); the only
-change is the V1 sync trainer subclass below (``trainer.v1.trainer_mode=stare_rl``), which
+change is the V1 sync trainer subclass below, registered as ``trainer.v1.trainer_mode=stare_rl``, which
 
 1. measures the token-mean entropy of the whole step batch once, before the update (verl already computes
    the old policy's entropy in ``_compute_old_log_prob``; we read it back), updates the STARE gate and the
    optional adaptive W/M schedule (:mod:`stare_rl.control`), and sends their state with the update batch;
 2. installs :func:`stare_rl.engines.verl.exact_ppo_loss` with ``set_loss_fn`` so that the registered loss
    sees that state and the actor's entropy (``actor.calculate_entropy=True``; STEER, 80/20 mask);
-3. saves the controller state next to each checkpoint and restores it on resume.
+3. saves the controller state into each checkpoint folder (before verl marks the checkpoint as the latest)
+   and restores it on resume.
 
-Needs verl's full install (Ray, TransferQueue, a GPU); the plugin-only path (``verl.trainer.main_ppo``) does not.
+The once-per-step logic lives in small functions (:func:`step_entropy`, :class:`StepControllers`,
+:func:`checkpoint_dir`, :func:`check_config`) that the tests run on CPU without Ray; the trainer only calls
+them from verl's hooks. Needs verl's full install (Ray, TransferQueue, a GPU) to train.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -25,6 +30,8 @@ import hydra
 import ray
 import torch
 import transfer_queue as tq
+from omegaconf import open_dict
+from tensordict import TensorDict
 from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.trainer.ppo.v1.trainer_base import register_trainer
@@ -32,97 +39,197 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.utils.config import omega_conf_to_dataclass, validate_config
 from verl.utils.device import auto_set_device
 
-from stare_rl.control import StareGate
+from stare_rl.control import StareGate, StareWeightSchedule, global_token_mean
 from stare_rl.engines.verl import NAME_PREFIX, STATE_KEY, exact_ppo_loss, make_schedule, method_config
+from stare_rl.types import TokenBatch
 
 logger = logging.getLogger(__name__)
 
 TRAINER_MODE = "stare_rl"
 STATE_FILE = "stare_rl_controllers.json"
+ENTROPY_FIELDS = ("entropy", "response_mask")  # what the gate reads back from TransferQueue
+ENTROPY_METHODS = ("steer", "high_entropy")  # methods that need the actor's entropy inside the loss
 
 
-def _loss_mode(config: Any) -> str:
-    mode = str(config.actor_rollout_ref.actor.policy_loss.get("loss_mode", "vanilla"))
-    return mode.removeprefix(NAME_PREFIX)
+def loss_mode(config: Any) -> str:
+    """The core method name of ``actor.policy_loss.loss_mode`` (``stare_rl.stare`` -> ``stare``)."""
+    return str(config.actor_rollout_ref.actor.policy_loss.get("loss_mode", "vanilla")).removeprefix(NAME_PREFIX)
 
 
-@register_trainer(TRAINER_MODE)
+def check_config(config: Any) -> None:
+    """Reject, on the driver and before any worker starts, settings the exact path cannot honour."""
+    mode, actor = loss_mode(config), config.actor_rollout_ref.actor
+    if mode == "stare" and (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False):
+        raise ValueError("algorithm.rollout_correction.bypass_mode=True: the exact STARE gate needs the recomputed "
+                         "old log-probs and their entropy; set it to False")
+    if mode in ENTROPY_METHODS and not actor.get("calculate_entropy", False):
+        raise ValueError(f"actor_rollout_ref.actor.calculate_entropy=False: loss_mode={mode!r} needs the actor's "
+                         "entropy in the loss; set it to True")
+    if (config.get("distillation", None) or {}).get("enabled", False):
+        raise ValueError("distillation.enabled=True: the exact entry point installs its own loss (verl's ppo_loss "
+                         "plus the step state), which would replace verl's distillation loss")
+
+
+def step_entropy(data: TensorDict) -> float:
+    """STARE §4.3 gate statistic: token-mean entropy over every valid response token of the step batch.
+
+    Args:
+        data: the step batch's ``entropy`` and ``response_mask``, ``(B, T)`` padded or nested (TransferQueue's
+            layout); padding samples that verl adds for balancing have an all-zero mask and do not count.
+    """
+    padded = data.select(*ENTROPY_FIELDS)
+    if any(v.is_nested for v in padded.values()):
+        padded = padded.to_padded_tensor()
+    entropy = padded["entropy"].detach().double()  # (B, T)
+    zeros = torch.zeros_like(entropy)
+    # the trainer is verl's single controller: the batch is already global, and no process group is initialised
+    return global_token_mean(TokenBatch(zeros, zeros, zeros, padded["response_mask"], entropy=entropy))
+
+
+@dataclass
+class StepControllers:
+    """The per-step controllers of the exact path (from :mod:`stare_rl.control`), kept by the trainer.
+
+    Args:
+        gate: STARE's gate (None unless ``loss_mode`` is ``stare``).
+        schedule: STARE's adaptive W/M schedule (None unless ``policy_loss.stare_adaptive=true``).
+    """
+
+    gate: StareGate | None = None
+    schedule: StareWeightSchedule | None = None
+
+    @classmethod
+    def from_config(cls, config: Any) -> StepControllers:
+        policy_loss = config.actor_rollout_ref.actor.policy_loss
+        if loss_mode(config) != "stare":
+            return cls()
+        schedule = make_schedule(policy_loss) if policy_loss.get("stare_adaptive", False) else None
+        return cls(StareGate(method_config("stare", policy_loss).target_entropy), schedule)
+
+    def update(self, batch_entropy: float) -> dict[str, float]:
+        """STARE §4.3/§4.4: move the gate (and W/M) once per step from the pre-update batch entropy; metrics."""
+        if self.gate is None:
+            return {}
+        metrics = {"stare_rl/batch_entropy": batch_entropy, "stare_rl/gate_on": float(self.gate.update(batch_entropy))}
+        if self.schedule is not None:
+            w, m = self.schedule.update(batch_entropy)
+            metrics.update({"stare_rl/reweight_w": w, "stare_rl/reweight_m": m})
+        return metrics
+
+    def step_state(self) -> dict[str, Any]:
+        """What the update batch carries to the loss under ``STATE_KEY`` (plain values: it crosses Ray)."""
+        state: dict[str, Any] = {}
+        for ctrl in (self.gate, self.schedule):
+            if ctrl is not None:
+                state.update(ctrl.context_fields())
+        return state
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"gate": self.gate.state_dict() if self.gate else None,
+                "schedule": self.schedule.state_dict() if self.schedule else None}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name in ("gate", "schedule"):
+            ctrl = getattr(self, name)
+            if ctrl is not None and state.get(name) is not None:
+                ctrl.load_state_dict(state[name])
+
+    def save(self, directory: str) -> str:
+        """Write ``STATE_FILE`` into ``directory`` atomically (temporary file + rename); returns its path."""
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, STATE_FILE)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{STATE_FILE}.")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self.state_dict(), f)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return path
+
+    def restore(self, directory: str) -> bool:
+        """Load ``STATE_FILE`` from a checkpoint folder; False (and a warning) when it has none."""
+        path = os.path.join(directory, STATE_FILE)
+        if not os.path.exists(path):
+            if self.gate is not None:
+                logger.warning("no %s in %s: STARE controllers start fresh (adaptive W/M restart from the "
+                               "config)", STATE_FILE, directory)
+            return False
+        with open(path) as f:
+            self.load_state_dict(json.load(f))
+        logger.info("restored STARE controllers from %s", path)
+        return True
+
+
+def checkpoint_dir(trainer_config: Any, global_steps: int, resuming: bool = False) -> str:
+    """The ``global_step_<n>`` folder verl saves into (or, when ``resuming``, resumes from), as verl finds it."""
+    if resuming and trainer_config.resume_mode == "resume_path":
+        folder = str(trainer_config.resume_from_path)
+    else:
+        folder = os.path.join(str(trainer_config.default_local_dir), f"global_step_{global_steps}")
+    return os.path.abspath(folder)
+
+
+def exact_loss_fn(config: Any) -> partial:
+    """The loss the trainer installs with ``set_loss_fn``: verl's ``ppo_loss`` plus the step state."""
+    return partial(exact_ppo_loss, config=omega_conf_to_dataclass(config.actor_rollout_ref.actor))
+
+
 class StareRLTrainer(PPOTrainerSync):
     """verl's sync PPO trainer plus the once-per-step STARE controllers and the entropy-aware loss wrapper."""
 
     def __init__(self, config: Any) -> None:
+        check_config(config)
+        with open_dict(config):  # selected as "stare_rl", but verl branches on trainer_mode == "sync"
+            config.trainer.v1.trainer_mode = "sync"  # (replay buffer, checkpoints): behave exactly as sync
         super().__init__(config)
-        policy_loss = config.actor_rollout_ref.actor.policy_loss
-        self._stare = _loss_mode(config) == "stare"
-        cfg = method_config("stare", policy_loss)
-        self.gate = StareGate(cfg.target_entropy)
-        self.schedule = make_schedule(policy_loss) if policy_loss.get("stare_adaptive", False) else None
+        self.stare_rl = StepControllers.from_config(config)
 
     def _setup(self) -> None:
         super()._setup()
-        actor_cfg = omega_conf_to_dataclass(self.config.actor_rollout_ref.actor)
-        self.actor_rollout_wg.set_loss_fn(partial(exact_ppo_loss, config=actor_cfg))
+        self.actor_rollout_wg.set_loss_fn(exact_loss_fn(self.config))
 
     def _compute_old_log_prob(self, batch: Any, metrics: dict) -> Any:
-        batch = super()._compute_old_log_prob(batch, metrics)
-        if not self._stare:
-            return batch
-        if (self.config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False):
-            raise ValueError("the exact STARE gate needs recomputed old log-probs and their entropy: set "
-                             "algorithm.rollout_correction.bypass_mode=False")
-        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
-                               select_fields=["entropy", "response_mask"]).to_padded_tensor()
-        mask = data["response_mask"].to(torch.float64)  # (B, T)
-        h = float((data["entropy"].double() * mask).sum() / mask.sum().clamp(min=1.0))  # STARE §4.3 statistic
-        self.gate.update(h)
-        if self.schedule is not None:
-            self.schedule.update(h)
-        metrics.update({"stare_rl/batch_entropy": h, "stare_rl/gate_on": float(self.gate.gate_on)})
+        batch = super()._compute_old_log_prob(batch, metrics)  # writes old_log_probs and entropy to TQ
+        if self.stare_rl.gate is not None:
+            data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=list(ENTROPY_FIELDS))
+            metrics.update(self.stare_rl.update(step_entropy(data)))
         return batch
 
     def _update_actor(self, batch: Any, metrics: dict) -> Any:
-        state = {"gate_on": self.gate.gate_on} if self._stare else {}
-        if self._stare and self.schedule is not None:
-            state.update(self.schedule.context_fields())
-        batch.extra_info[STATE_KEY] = state
+        batch.extra_info[STATE_KEY] = self.stare_rl.step_state()
         return super()._update_actor(batch, metrics)
 
-    def _state_path(self) -> str:
-        return os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}", STATE_FILE)
-
     def _save_checkpoint(self) -> None:
+        # first: verl's save ends by pointing latest_checkpointed_iteration.txt at this folder
+        self.stare_rl.save(checkpoint_dir(self.config.trainer, self.global_steps))
         super()._save_checkpoint()
-        state = {"gate": self.gate.state_dict(), "schedule": self.schedule.state_dict() if self.schedule else None}
-        with open(self._state_path(), "w") as f:
-            json.dump(state, f)
 
     def _load_checkpoint(self) -> Any:
-        out = super()._load_checkpoint()
-        path = self._state_path()
-        if self.global_steps > 0 and os.path.exists(path):
-            with open(path) as f:
-                state = json.load(f)
-            self.gate.load_state_dict(state["gate"])
-            if self.schedule is not None and state["schedule"] is not None:
-                self.schedule.load_state_dict(state["schedule"])
-            logger.info("restored STARE controllers from %s", path)
+        out = super()._load_checkpoint()  # sets global_steps (0 = from scratch)
+        if self.global_steps > 0:
+            self.stare_rl.restore(checkpoint_dir(self.config.trainer, self.global_steps, resuming=True))
         return out
 
 
-class StareRLTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-defined,misc]
-    """verl's V1 task runner; importing this module in the Ray process registers the trainer above."""
+if __name__ != "__main__":  # `python -m` also runs a __main__ copy of this file: only the real module registers
+    register_trainer(TRAINER_MODE)(StareRLTrainer)
 
-    def run(self, config: Any) -> None:
-        config.trainer.v1.trainer_mode = TRAINER_MODE
-        return super().run(config)
+
+class StareRLTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-defined,misc]
+    """verl's V1 task runner. Ray pickles it by reference, so its process imports this module (registering
+    the trainer) before ``run`` looks up ``trainer.v1.trainer_mode``."""
 
 
 def _main(config: Any) -> None:
     auto_set_device(config)
     if not config.trainer.use_v1 or config.trainer.v1.trainer_mode not in ("sync", TRAINER_MODE):
-        raise ValueError("stare_rl.engines.verl_main supports trainer.use_v1=True with trainer.v1.trainer_mode=sync, "
-                         f"got use_v1={config.trainer.use_v1}, trainer_mode={config.trainer.v1.trainer_mode!r}")
+        raise ValueError("stare_rl.engines.verl_main needs trainer.use_v1=True and trainer.v1.trainer_mode=stare_rl "
+                         f"(or sync), got use_v1={config.trainer.use_v1}, trainer_mode={config.trainer.v1.trainer_mode!r}")
+    config.trainer.v1.trainer_mode = TRAINER_MODE
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    check_config(config)
     run_ppo(config, task_runner_class=ray.remote(StareRLTaskRunner))
 
 
@@ -135,4 +242,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from stare_rl.engines.verl_main import main as module_main  # the importable module (see register above)
+
+    module_main()

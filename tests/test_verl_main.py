@@ -1,0 +1,370 @@
+"""The exact-gate entry point (``stare_rl.engines.verl_main``) on CPU, without Ray or a GPU.
+
+The trainer is built with its real ``__init__`` from a composed recipe, and verl's own hooks
+(``_compute_old_log_prob``, ``_update_actor``, ``_save_checkpoint``, ``_load_checkpoint``) run for real. Only
+the two things that need Ray are replaced: the actor worker group (``ActorWG`` below does what verl's worker
+does: writes log-probs and entropy, materialises the update batch with its ``extra_info`` and calls the loss
+installed with ``set_loss_fn``) and TransferQueue (``MemoryTQ``: an in-memory key/field store with the same
+nested layout). If verl moves or renames a hook the subclass overrides, ``test_hooks_pinned`` fails.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+import runpy
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+pytest.importorskip("verl")
+pytest.importorskip("transfer_queue")
+
+from hydra import compose, initialize_config_dir  # noqa: E402
+from hydra.core.global_hydra import GlobalHydra  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+from tensordict import TensorDict  # noqa: E402
+from transfer_queue import KVBatchMeta  # noqa: E402
+from verl.trainer.main_ppo import TaskRunnerV1  # noqa: E402
+from verl.trainer.ppo.v1 import get_trainer_cls  # noqa: E402
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer  # noqa: E402
+from verl.trainer.ppo.v1.trainer_base import PPOTrainer  # noqa: E402
+from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync  # noqa: E402
+from verl.utils import tensordict_utils as tu  # noqa: E402
+from verl.workers.engine_workers import ActorRolloutRefWorker  # noqa: E402
+from verl.workers.utils.losses import ppo_loss  # noqa: E402
+
+import stare_rl.engines.verl_main as vm  # noqa: E402
+from stare_rl import aggregate, compute_loss  # noqa: E402
+from stare_rl.control import make_context  # noqa: E402
+from stare_rl.engines import verl as V  # noqa: E402
+from stare_rl.types import TokenBatch  # noqa: E402
+
+RECIPES = Path(str(resources.files("stare_rl") / "recipes" / "verl"))
+PROMPT_LEN = 2
+
+
+def load(name: str, overrides: list[str] | None = None) -> Any:
+    with initialize_config_dir(config_dir=str(RECIPES), version_base=None):
+        cfg = compose(config_name=name, overrides=overrides or [])
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+def stare_config(tmp_path: Path, *extra: str) -> Any:
+    return load("stare_qwen25_math_1p5b", [
+        "+actor_rollout_ref.actor.policy_loss.stare_adaptive=true",
+        "actor_rollout_ref.actor.policy_loss.stare_top_p_ratio=0.5",
+        f"trainer.default_local_dir={tmp_path / 'ckpt'}", *extra])
+
+
+def nested(rows: list[torch.Tensor]) -> torch.Tensor:
+    return torch.nested.as_nested_tensor(rows, layout=torch.jagged)
+
+
+class MemoryTQ:
+    """TransferQueue's kv interface over a dict: one row of nested per-sample tensors per key."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, torch.Tensor]] = {}
+
+    def kv_batch_get(self, keys: list[str], partition_id: str, select_fields: list[str] | None = None) -> TensorDict:
+        fields = select_fields or list(self.rows[keys[0]])
+        return TensorDict({f: nested([self.rows[k][f] for k in keys]) for f in fields}, batch_size=[len(keys)])
+
+    def kv_batch_put(self, keys: list[str], partition_id: str, fields: TensorDict, **_: Any) -> KVBatchMeta:
+        for f, value in fields.items():
+            for k, row in zip(keys, value.unbind(0), strict=True):
+                self.rows.setdefault(k, {})[f] = row
+        return KVBatchMeta(keys=list(keys), tags=[{} for _ in keys], partition_id=partition_id)
+
+
+class ActorWG:
+    """verl's actor worker group minus Ray/FSDP: the policy is a fixed table of per-token log-probs."""
+
+    def __init__(self, tq: MemoryTQ, log_prob: dict[str, torch.Tensor], entropy: dict[str, torch.Tensor]) -> None:
+        self.tq, self.log_prob, self.entropy = tq, log_prob, entropy
+        self.loss_fn: Any = None
+        self.losses: list[torch.Tensor] = []
+        self.saved: list[str] = []
+        self.loaded: list[str] = []
+
+    @staticmethod
+    def full_sequence(x: torch.Tensor) -> torch.Tensor:  # model output layout: shifted by one, prompt + response
+        return torch.cat([x.new_zeros(PROMPT_LEN - 1), x, x.new_zeros(1)])
+
+    def set_loss_fn(self, loss_fn: Any) -> None:
+        self.loss_fn = loss_fn
+
+    def compute_log_prob(self, batch: KVBatchMeta) -> KVBatchMeta:
+        assert batch.extra_info["calculate_entropy"]
+        out = TensorDict({"log_probs": nested([self.full_sequence(self.log_prob[k]) for k in batch.keys]),
+                          "entropy": nested([self.full_sequence(self.entropy[k]) for k in batch.keys])},
+                         batch_size=[len(batch)])
+        return self.tq.kv_batch_put(batch.keys, batch.partition_id, out)
+
+    def update_actor(self, batch: KVBatchMeta) -> dict[str, Any]:
+        data = self.tq.kv_batch_get(batch.keys, batch.partition_id,
+                                    ["prompts", "responses", "response_mask", "old_log_probs", "advantages"])
+        for key, val in batch.extra_info.items():  # as verl's _meta_to_realdata does
+            tu.assign_non_tensor_data(tensor_dict=data, key=key, val=val)
+        tu.assign_non_tensor(data, dp_size=1, batch_num_tokens=None, global_batch_size=None)
+        log_prob = nested([self.full_sequence(self.log_prob[k] + 0.1) for k in batch.keys])  # current policy
+        entropy = nested([self.full_sequence(self.entropy[k]) for k in batch.keys])
+        loss, _ = self.loss_fn(model_output={"log_probs": log_prob, "entropy": entropy}, data=data)
+        self.losses.append(loss)
+        return {"metrics": {"mfu": [0.0], "pg_loss": [float(loss)]}}
+
+    def save_checkpoint(self, local_path: str, *args: Any, **kwargs: Any) -> None:
+        self.saved.append(local_path)
+
+    def load_checkpoint(self, local_path: str, **kwargs: Any) -> None:
+        self.loaded.append(local_path)
+
+
+class DataLoaderState:
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+
+LENGTHS = [5, 3, 4, 2, 0]  # the last sample is verl's balancing padding: an all-zero response mask
+
+
+def step_data(seed: int, entropy_scale: float) -> dict[str, Any]:
+    g = torch.Generator().manual_seed(seed)
+    keys = [f"uid{seed}_{i}" for i in range(len(LENGTHS))]
+    rows, log_prob, entropy = {}, {}, {}
+    for i, (k, n) in enumerate(zip(keys, LENGTHS, strict=True)):
+        width = max(n, 2)
+        mask = (torch.arange(width) < n).long()
+        rows[k] = {"prompts": torch.ones(PROMPT_LEN, dtype=torch.long), "responses": torch.ones(width, dtype=torch.long),
+                   "response_mask": mask, "advantages": torch.full((width,), (-1.0) ** i) * mask}
+        log_prob[k] = -torch.rand(width, generator=g) * 2 - 0.05
+        rows[k]["rollout_log_probs"] = log_prob[k] - 0.01  # vLLM's, for verl's rollout-vs-actor metrics
+        entropy[k] = torch.rand(width, generator=g) * entropy_scale
+    valid = torch.cat([entropy[k][: n] for k, n in zip(keys, LENGTHS, strict=True)])
+    return {"keys": keys, "rows": rows, "log_prob": log_prob, "entropy": entropy, "h": float(valid.double().mean())}
+
+
+def trainer_with_workers(cfg: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[vm.StareRLTrainer, MemoryTQ]:
+    mem = MemoryTQ()
+    for name in ("kv_batch_get", "kv_batch_put"):
+        monkeypatch.setattr(vm.tq, name, getattr(mem, name))  # the module object verl's trainer uses too
+    trainer = vm.StareRLTrainer(cfg)  # verl's real __init__ (no Ray needed)
+    trainer.actor_rollout_wg = ActorWG(mem, {}, {})
+    trainer.train_dataloader = DataLoaderState()
+    monkeypatch.setattr(PPOTrainer, "_setup", lambda self: None)  # verl's: starts Ray workers and vLLM
+    trainer._setup()  # ours on top: installs the exact loss with set_loss_fn
+    return trainer, mem
+
+
+def run_step(trainer: vm.StareRLTrainer, mem: MemoryTQ, data: dict[str, Any]) -> tuple[dict[str, Any], KVBatchMeta]:
+    wg = trainer.actor_rollout_wg
+    wg.log_prob.update(data["log_prob"])
+    wg.entropy.update(data["entropy"])
+    for k, row in data["rows"].items():
+        mem.rows[k] = dict(row)
+    batch = KVBatchMeta(keys=data["keys"], tags=[{} for _ in data["keys"]], partition_id="train")
+    metrics: dict[str, Any] = {}
+    batch = trainer._compute_old_log_prob(batch, metrics)  # verl's hook + the gate update
+    batch = trainer._update_actor(batch, metrics)  # verl's hook + the step state -> the installed loss
+    return metrics, batch
+
+
+def core_loss(data: dict[str, Any], cfg: Any, **ctx: Any) -> torch.Tensor:
+    keys, width = data["keys"], max(max(LENGTHS), 2)
+
+    def pad(d: dict[str, torch.Tensor]) -> torch.Tensor:
+        return torch.stack([torch.nn.functional.pad(d[k], (0, width - d[k].numel())) for k in keys])
+
+    mask = pad({k: data["rows"][k]["response_mask"] for k in keys}) > 0
+    old = pad(data["log_prob"])
+    batch = TokenBatch(old + 0.1, old, pad({k: data["rows"][k]["advantages"] for k in keys}), mask,
+                       entropy=pad(data["entropy"]))
+    actor = vm.exact_loss_fn(cfg).keywords["config"]
+    out = compute_loss("stare", batch, V.method_config("stare", actor.policy_loss),
+                       V.surrogate_config(actor, actor.loss_agg_mode), make_context(**ctx))
+    return aggregate(out.token_loss, mask, actor.loss_agg_mode)
+
+
+# ----------------------------------------------------------------------------- registration and verl's hooks
+
+HOOKS = {  # what StareRLTrainer overrides, with verl 0.9's signatures
+    "__init__": ["self", "config"],
+    "_setup": ["self"],
+    "_compute_old_log_prob": ["self", "batch", "metrics"],
+    "_update_actor": ["self", "batch", "metrics"],
+    "_save_checkpoint": ["self"],
+    "_load_checkpoint": ["self"],
+}
+
+
+def test_trainer_registered_under_its_mode() -> None:
+    assert get_trainer_cls(vm.TRAINER_MODE) is vm.StareRLTrainer
+    assert issubclass(vm.StareRLTrainer, PPOTrainerSync)
+    assert vm.StareRLTaskRunner.__module__ == "stare_rl.engines.verl_main"  # Ray imports it -> registration
+    assert issubclass(vm.StareRLTaskRunner, TaskRunnerV1.__ray_actor_class__)
+
+
+def test_hooks_pinned() -> None:
+    for name, params in HOOKS.items():
+        assert hasattr(PPOTrainerSync, name), f"verl's PPOTrainerSync lost {name}: re-check verl_main"
+        assert list(inspect.signature(getattr(PPOTrainerSync, name)).parameters) == params, name
+        assert name in vm.StareRLTrainer.__dict__
+    # the gate is measured before the update, and the loss is installed after verl set its own
+    step_src = inspect.getsource(PPOTrainer._step_once)
+    assert step_src.index("self._compute_old_log_prob(") < step_src.index("self._update_actor(")
+    assert "self._setup()" in inspect.getsource(PPOTrainer.init)
+    assert "get_trainer_cls(config.trainer.v1.trainer_mode)" in inspect.getsource(TaskRunnerV1.__ray_actor_class__.run)
+    assert list(inspect.signature(ActorRolloutRefWorker.set_loss_fn).parameters) == ["self", "loss_fn"]
+    assert list(inspect.signature(ppo_loss).parameters) == ["config", "model_output", "data", "dp_group"]
+
+
+def test_real_init_behaves_as_sync(tmp_path: Path) -> None:
+    cfg = stare_config(tmp_path)
+    assert cfg.trainer.v1.trainer_mode == vm.TRAINER_MODE  # the recipe selects the subclass ...
+    trainer = vm.StareRLTrainer(cfg)
+    assert trainer.trainer_mode == "sync" and type(trainer.replay_buffer) is ReplayBuffer  # ... which runs as sync
+    assert trainer.stare_rl.gate.target_entropy == 0.3 and trainer.stare_rl.schedule.reweight_w == 1.1
+    steer = vm.StareRLTrainer(load("steer_qwen25_math_1p5b"))
+    assert steer.stare_rl.gate is None and steer.stare_rl.step_state() == {}
+
+
+# ----------------------------------------------------------------------------- the once-per-step logic
+
+
+def test_step_entropy_masks_padding_and_accepts_both_layouts() -> None:
+    data = step_data(seed=0, entropy_scale=1.0)
+    keys = data["keys"]
+    td = TensorDict({"entropy": nested([data["entropy"][k] for k in keys]),
+                     "response_mask": nested([data["rows"][k]["response_mask"] for k in keys])}, batch_size=[5])
+    assert vm.step_entropy(td) == pytest.approx(data["h"], rel=1e-12)
+    assert vm.step_entropy(td.to_padded_tensor()) == pytest.approx(data["h"], rel=1e-12)
+    empty = TensorDict({"entropy": torch.ones(2, 3), "response_mask": torch.zeros(2, 3)}, batch_size=[2])
+    assert vm.step_entropy(empty) == 0.0  # nothing valid: defined, finite
+    bad = TensorDict({"entropy": torch.full((1, 2), float("nan")), "response_mask": torch.ones(1, 2)}, batch_size=[1])
+    with pytest.raises(ValueError, match="entropy contains NaN"):
+        vm.step_entropy(bad)
+
+
+def test_one_step_gate_schedule_and_loss_through_verl_hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = stare_config(tmp_path)
+    trainer, mem = trainer_with_workers(cfg, monkeypatch)
+    wg = trainer.actor_rollout_wg
+    assert wg.loss_fn.func is V.exact_ppo_loss
+
+    low = step_data(seed=1, entropy_scale=0.4)  # token-mean entropy ~0.2 < 0.3: gate on, W up, M down
+    metrics, batch = run_step(trainer, mem, low)
+    assert metrics["stare_rl/batch_entropy"] == pytest.approx(low["h"], rel=1e-6) and low["h"] < 0.3
+    assert metrics["actor/entropy"] == pytest.approx(low["h"], rel=1e-5)  # verl's own token-mean metric agrees
+    assert metrics["stare_rl/gate_on"] == 1.0
+    assert (metrics["stare_rl/reweight_w"], metrics["stare_rl/reweight_m"]) == pytest.approx((1.11, 0.89))
+    assert batch.extra_info[V.STATE_KEY] == {"gate_on": True, "reweight_w": pytest.approx(1.11),
+                                             "reweight_m": pytest.approx(0.89)}
+    torch.testing.assert_close(wg.losses[-1], core_loss(low, cfg, gate_on=True, reweight_w=1.11, reweight_m=0.89))
+
+    high = step_data(seed=2, entropy_scale=3.0)  # ~1.5 > 0.3: gate off, W/M relax
+    metrics, batch = run_step(trainer, mem, high)
+    assert metrics["stare_rl/gate_on"] == 0.0
+    assert batch.extra_info[V.STATE_KEY]["reweight_w"] == pytest.approx(1.10)
+    off = core_loss(high, cfg, gate_on=False, reweight_w=1.10, reweight_m=0.90)
+    torch.testing.assert_close(wg.losses[-1], off)
+    assert not torch.allclose(off, core_loss(high, cfg, gate_on=True, reweight_w=1.10, reweight_m=0.90))
+
+
+def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = stare_config(tmp_path)
+    trainer, _ = trainer_with_workers(cfg, monkeypatch)
+    for h in (0.1, 0.2, 0.5):
+        trainer.stare_rl.update(h)
+    trainer.global_steps = 7
+    tracker = tmp_path / "ckpt" / "latest_checkpointed_iteration.txt"
+    step_dir = tmp_path / "ckpt" / "global_step_7"
+
+    def save_actor(local_path: str, *args: Any, **kwargs: Any) -> None:  # verl saves the actor first ...
+        assert (step_dir / vm.STATE_FILE).exists() and not tracker.exists()  # ... our state is already there
+
+    monkeypatch.setattr(trainer.actor_rollout_wg, "save_checkpoint", save_actor)
+    trainer._save_checkpoint()  # verl's real save: actor, data.pt, then the tracker file
+    assert tracker.read_text() == "7"
+    assert sorted(os.listdir(step_dir)) == ["data.pt", vm.STATE_FILE]  # no temporary file left
+    saved = json.loads((step_dir / vm.STATE_FILE).read_text())
+    assert saved == trainer.stare_rl.state_dict() and saved["schedule"]["reweight_w"] == pytest.approx(1.11)
+
+    resumed, _ = trainer_with_workers(stare_config(tmp_path), monkeypatch)
+    assert resumed.stare_rl.state_dict() != saved
+    resumed._load_checkpoint()  # verl's real resume (resume_mode=auto: the tracker) + ours
+    assert resumed.global_steps == 7 and resumed.actor_rollout_wg.loaded == [str(step_dir / "actor")]
+    assert resumed.stare_rl.state_dict() == saved
+
+    # resume_mode=resume_path reads the named folder; a folder without our file starts fresh, with a warning
+    other = tmp_path / "elsewhere" / "global_step_3"
+    other.mkdir(parents=True)
+    fresh, _ = trainer_with_workers(stare_config(tmp_path, "trainer.resume_mode=resume_path",
+                                                 f"trainer.resume_from_path={other}"), monkeypatch)
+    with caplog.at_level(logging.WARNING, logger=vm.__name__):
+        fresh._load_checkpoint()
+    assert fresh.global_steps == 3 and fresh.stare_rl.schedule.reweight_w == 1.1 and "start fresh" in caplog.text
+
+
+def test_failed_state_write_keeps_the_previous_file(tmp_path: Path) -> None:
+    ctrl = vm.StepControllers.from_config(stare_config(tmp_path))
+    ctrl.update(0.1)
+    path = Path(ctrl.save(str(tmp_path / "s")))
+    before = path.read_text()
+    ctrl.gate.last_entropy = object()  # type: ignore[assignment]  # not JSON: the write fails half way
+    with pytest.raises(TypeError):
+        ctrl.save(str(tmp_path / "s"))
+    assert path.read_text() == before and os.listdir(tmp_path / "s") == [vm.STATE_FILE]
+
+
+def test_config_errors_name_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"rollout_correction\.bypass_mode=True"):
+        vm.StareRLTrainer(stare_config(tmp_path, "algorithm.rollout_correction.bypass_mode=true"))
+    with pytest.raises(ValueError, match=r"actor\.calculate_entropy=False: loss_mode='steer'"):
+        vm.check_config(load("steer_qwen25_math_1p5b", ["actor_rollout_ref.actor.calculate_entropy=false"]))
+
+
+# ----------------------------------------------------------------------------- the command line
+
+
+def test_run_sh_and_python_m_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGS_OUT"\n')
+    (fake / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "ARGS_OUT": str(tmp_path / "args"),
+           "TRAIN_FILES": "/d/train.parquet"}
+    subprocess.run(["bash", str(RECIPES / "run.sh"), "stare_qwen25_math_1p5b", "trainer.total_epochs=1"],
+                   env=env, check=True, timeout=30)
+    args = (tmp_path / "args").read_text().splitlines()
+    assert args[:2] == ["-m", "stare_rl.engines.verl_main"]
+
+    captured: dict[str, Any] = {}
+    monkeypatch.setattr(vm, "run_ppo", lambda config, task_runner_class: captured.update(
+        config=config, runner=task_runner_class))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["verl_main", *args[2:], "hydra.run.dir=.", "hydra.output_subdir=null",
+                                      "hydra/job_logging=none", "hydra/hydra_logging=none"])
+    GlobalHydra.instance().clear()
+    try:  # exactly `python -m stare_rl.engines.verl_main <run.sh's arguments>`, up to Ray
+        runpy.run_module("stare_rl.engines.verl_main", run_name="__main__", alter_sys=False)
+    finally:
+        GlobalHydra.instance().clear()
+    config = captured["config"]
+    assert config.trainer.v1.trainer_mode == vm.TRAINER_MODE and config.trainer.use_v1
+    assert config.data.train_files == "/d/train.parquet" and config.trainer.total_epochs == 1
+    assert captured["runner"].__ray_actor_class__ is vm.StareRLTaskRunner  # the importable class, not __main__'s
+    assert get_trainer_cls(vm.TRAINER_MODE) is vm.StareRLTrainer  # the __main__ copy registered nothing
