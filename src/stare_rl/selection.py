@@ -42,7 +42,8 @@ def kth_largest(values: torch.Tensor, k: int) -> float | None:
     if k <= 0 or values.numel() == 0:
         return None
     k = min(k, values.numel())
-    return float(torch.topk(values, k, sorted=True).values[-1])
+    # linear-time selection; a sorted top-k of k entries costs ~10x more on CPU for large k
+    return float(torch.kthvalue(values, values.numel() - k + 1).values)
 
 
 def select_at_least(values: torch.Tensor, candidates: torch.Tensor, threshold: float | None) -> torch.Tensor:
@@ -93,44 +94,70 @@ def top_fraction_threshold(values: torch.Tensor, ratio: float, rounding: str = "
     return math.inf if kth is None else kth
 
 
-def topk_mask(values: torch.Tensor, candidates: torch.Tensor, k: int) -> torch.Tensor:
-    """``(B, T)`` bool: exactly the k candidates with the largest value (batch scope).
+def topk_mask(
+    values: torch.Tensor,
+    candidates: torch.Tensor,
+    k: int,
+    *,
+    largest: bool = True,
+    n_candidates: int | None = None,
+) -> torch.Tensor:
+    """``(B, T)`` bool: exactly the k candidates with the largest (or smallest) value (batch scope).
 
-    Fast path: the k-th largest candidate value by ``torch.kthvalue`` and one comparison (no gather/scatter).
+    Fast path: the k-th extreme candidate value by ``torch.kthvalue`` and one comparison (no gather/scatter).
     If ties at that value would select more than k, the candidates are ranked in row-major order with
-    ``torch.topk`` instead (the reference behaviour). ``k`` is clamped to the number of candidates; k <= 0
-    selects nothing.
+    ``torch.topk`` instead (the reference behaviour; ``largest=False`` ranks the negated values, so that
+    selecting the smallest ``x`` breaks ties exactly like selecting the largest ``-x``). ``k`` is clamped to
+    the number of candidates (``n_candidates`` when the caller already counted them); k <= 0 selects nothing.
     """
-    n = int(torch.count_nonzero(candidates))
+    n = int(torch.count_nonzero(candidates)) if n_candidates is None else n_candidates
     k = min(int(k), n)
     if k <= 0:
         return torch.zeros_like(candidates, dtype=torch.bool)
     values = values.detach()
-    key = torch.where(candidates, values, -math.inf).reshape(-1)  # (B*T,) non-candidates never selected
-    kth = _kth_largest_exact(key, k)  # the k-th largest candidate value
-    selected = candidates & (values >= kth)  # (B, T)
-    if int(torch.count_nonzero(selected)) == k:
+    fill = -math.inf if largest else math.inf
+    key = torch.where(candidates, values, fill).reshape(-1)  # (B*T,) non-candidates never selected
+    kth, n_selected = _kth_exact(key, k, largest)  # the k-th extreme candidate value
+    if not math.isfinite(float(kth)):  # an infinite candidate value: compare on the candidates only
+        selected = candidates & ((values >= kth) if largest else (values <= kth))
+        n_selected = None
+    else:
+        selected = (key >= kth if largest else key <= kth).view_as(candidates)  # (B, T)
+    if n_selected is None:
+        n_selected = int(torch.count_nonzero(selected))
+    if n_selected == k:
         return selected
-    return _topk_mask_ranked(values, candidates, k)  # ties at the k-th value
+    return _topk_mask_ranked(values if largest else -values, candidates, k)  # ties at the k-th value
 
 
 def _kth_largest_exact(key: torch.Tensor, k: int, stride: int = 8) -> torch.Tensor:
-    """Exact k-th largest entry of a 1-D tensor (0-dim tensor), 1 <= k <= key.numel().
+    """Exact k-th largest entry of a 1-D tensor (0-dim tensor), 1 <= k <= key.numel()."""
+    return _kth_exact(key, k, largest=True, stride=stride)[0]
 
-    Large inputs are pre-filtered: the ~2k/stride-th largest of a strided subsample is a bound t0; if at
-    least k entries are >= t0, the k-th largest overall is the k-th largest of those few entries (exact).
+
+def _kth_exact(key: torch.Tensor, k: int, largest: bool, stride: int = 8) -> tuple[torch.Tensor, int | None]:
+    """Exact k-th largest (or smallest) entry of a 1-D tensor, 1 <= k <= key.numel().
+
+    Large inputs are pre-filtered: the ~2k/stride-th extreme of a strided subsample is a bound t0; if at
+    least k entries are beyond t0, the k-th extreme overall is the k-th extreme of those few entries (exact).
     Otherwise, or for small inputs, one ``torch.kthvalue`` over everything.
+
+    Returns:
+        ``(kth, n_at_least)``: the value (0-dim) and, when the pre-filter ran, how many entries of ``key``
+        are at least as extreme as it (counted on the few pre-filtered entries); else ``None``.
     """
     n = key.numel()
     if n >= 16384 and 2 * k < n // 4:
         sub = key[::stride]  # (n / stride,)
         j = min(sub.numel(), 2 * k // stride + 16)
-        t0 = torch.kthvalue(sub, sub.numel() - j + 1).values
-        pre = key >= t0  # (n,) a superset of the top k when it holds >= k entries
+        t0 = torch.kthvalue(sub, sub.numel() - j + 1 if largest else j).values
+        pre = key >= t0 if largest else key <= t0  # (n,) a superset of the top k when it holds >= k entries
         c = int(torch.count_nonzero(pre))
         if c >= k:
-            return torch.kthvalue(key[pre], c - k + 1).values
-    return torch.kthvalue(key, n - k + 1).values
+            few = torch.masked_select(key, pre)  # (c,) cheaper than key[pre]
+            kth = torch.kthvalue(few, c - k + 1 if largest else k).values
+            return kth, int(torch.count_nonzero(few >= kth if largest else few <= kth))
+    return torch.kthvalue(key, n - k + 1 if largest else k).values, None
 
 
 def _topk_mask_ranked(values: torch.Tensor, candidates: torch.Tensor, k: int) -> torch.Tensor:
@@ -149,15 +176,21 @@ def select_top_fraction(
     ratio: float,
     rounding: str = "ceil",
     threshold: float | None = None,
+    *,
+    largest: bool = True,
+    n_candidates: int | None = None,
 ) -> torch.Tensor:
     """``(B, T)`` bool: the top ``ratio`` fraction of ``candidates`` by ``values``.
 
     With ``threshold=None`` (batch scope) the top ``topk_count(ratio, #candidates, rounding)`` candidates of
     this batch are selected. With a threshold from :func:`top_fraction_threshold` (global scope) the
     candidates whose value is >= threshold are selected. Generic: STARE, the 80/20 entropy mask and KL-Cov
-    use it.
+    use it. ``largest=False`` selects the smallest values instead (the threshold then selects ``values <=
+    threshold``); ``n_candidates`` saves a count when the caller already has it.
     """
     if threshold is not None:
-        return select_at_least(values, candidates, threshold)
-    k = topk_count(ratio, int(torch.count_nonzero(candidates)), rounding)
-    return topk_mask(values, candidates, k)
+        if largest:
+            return select_at_least(values, candidates, threshold)
+        return candidates & (values <= threshold)
+    n = int(torch.count_nonzero(candidates)) if n_candidates is None else n_candidates
+    return topk_mask(values, candidates, topk_count(ratio, n, rounding), largest=largest, n_candidates=n)

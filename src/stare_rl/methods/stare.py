@@ -15,7 +15,7 @@ import torch
 
 from stare_rl.registry import register_method
 from stare_rl.selection import select_top_fraction, top_fraction_threshold
-from stare_rl.surrogate import SurrogateConfig, clipped_surrogate
+from stare_rl.surrogate import SurrogateConfig, TokenSigns, clipped_surrogate, token_signs
 from stare_rl.tokens import surprisal
 from stare_rl.types import LossContext, LossOutput, TokenBatch
 
@@ -81,7 +81,7 @@ def check_stare_weights(reweight_w: float, reweight_m: float) -> None:
 
 
 def stare_selection(
-    batch: TokenBatch, cfg: StareConfig, ctx: LossContext
+    batch: TokenBatch, cfg: StareConfig, ctx: LossContext, signs: TokenSigns | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The candidate sets T+/T- and the entropy-critical sets L+/L- (STARE §4.1).
 
@@ -90,19 +90,29 @@ def stare_selection(
 
     Notes:
         Batch scope: k = ceil(P * |T|) of this batch (at least 1, 0 when P = 0 or T is empty), exactly k tokens
-        by ``torch.topk``. Global scope (``ctx.surprisal_threshold_pos/neg`` given): tokens with
+        (ties ranked by ``torch.topk``). Global scope (``ctx.surprisal_threshold_pos/neg`` given): tokens with
         ``s >= threshold``; the thresholds come from :func:`stare_global_thresholds` on the global batch.
+        The largest surprisal ``s = -log pi`` is the smallest log pi: the selection runs on log pi directly
+        (no surprisal tensor), with ``s >= t`` as ``log pi <= -t`` (negation is exact).
     """
-    valid = batch.valid  # (B, T)
-    t_plus = valid & (batch.advantages > 0)  # (B, T) A == 0 is in neither set
-    t_minus = valid & (batch.advantages < 0)
-    s = surprisal(batch.log_prob)  # (B, T) detached, selection only
-    l_plus = select_top_fraction(s, t_plus, cfg.top_p_ratio, "ceil", ctx.surprisal_threshold_pos)
-    if cfg.variant == "C2":
-        l_minus = select_top_fraction(s, t_minus, cfg.top_p_ratio, "ceil", ctx.surprisal_threshold_neg)
-    else:
-        l_minus = torch.zeros_like(valid)
+    signs = token_signs(batch.advantages, batch.mask) if signs is None else signs
+    t_plus, t_minus = signs.positive, signs.negative  # (B, T) A == 0 is in neither set
+    with torch.no_grad():
+        lp = batch.log_prob.detach()  # (B, T) selection only
+        l_plus = _top_surprisal(lp, t_plus, cfg.top_p_ratio, ctx.surprisal_threshold_pos)
+        if cfg.variant == "C2":
+            l_minus = _top_surprisal(lp, t_minus, cfg.top_p_ratio, ctx.surprisal_threshold_neg)
+        else:
+            l_minus = torch.zeros_like(t_minus)
     return t_plus, t_minus, l_plus, l_minus
+
+
+def _top_surprisal(
+    log_prob: torch.Tensor, candidates: torch.Tensor, ratio: float, threshold: float | None
+) -> torch.Tensor:
+    """``(B, T)`` bool: the top ``ratio`` fraction of candidates by surprisal (= smallest log pi)."""
+    neg_threshold = None if threshold is None else -float(threshold)  # s >= t  <=>  log pi <= -t
+    return select_top_fraction(log_prob, candidates, ratio, "ceil", neg_threshold, largest=False)
 
 
 def resolve_weights(cfg: StareConfig, ctx: LossContext) -> tuple[float, float]:
@@ -137,22 +147,22 @@ def stare_loss(
         in unless global thresholds are given (``selection_scope="global"``). Weights multiply the loss
         after clipping, and token-mean still divides by the number of valid tokens (not the sum of weights).
     """
-    clipped, metrics = clipped_surrogate(
-        batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate
-    )
-    t_plus, t_minus, l_plus, l_minus = stare_selection(batch, cfg, ctx)
+    signs = token_signs(batch.advantages, batch.mask)  # (B, T) masks shared with the surrogate
+    t_plus, t_minus, l_plus, l_minus = stare_selection(batch, cfg, ctx, signs)
     w, m = resolve_weights(cfg, ctx)
     gate_on = True if ctx.gate_on is None else bool(ctx.gate_on)  # STARE §4.3: gate from the controller
-    dt, dev = batch.log_prob.dtype, batch.log_prob.device
     if gate_on:  # STARE §4.2: W on L+, M on L- (C2), 1 elsewhere (padding included)
-        one = torch.ones((), dtype=dt, device=dev)
-        weights = torch.where(l_plus, torch.tensor(w, dtype=dt, device=dev), one)  # (B, T)
-        if cfg.variant == "C2":
-            weights = torch.where(l_minus, torch.tensor(m, dtype=dt, device=dev), weights)
-        token_loss = clipped * weights  # (B, T) weights are constants: no gradient through them
+        weights = _stare_weights(l_plus, l_minus, w, m, cfg.variant, batch.log_prob.dtype)  # (B, T)
+        # the weights are folded into -A inside the surrogate: token_loss = weights * clipped loss
+        token_loss, metrics = clipped_surrogate(
+            batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate,
+            weights=weights, signs=signs,
+        )
     else:  # gate off: exactly vanilla
-        weights = torch.ones_like(clipped, dtype=dt).detach()
-        token_loss = clipped
+        token_loss, metrics = clipped_surrogate(
+            batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate, signs=signs
+        )
+        weights = torch.ones_like(token_loss).detach()
     metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, t_plus, t_minus, l_plus, l_minus))
     return LossOutput(
         token_loss=token_loss,
@@ -160,6 +170,17 @@ def stare_loss(
         metrics=metrics,
         masks={"l_plus": l_plus, "l_minus": l_minus},
     )
+
+
+def _stare_weights(
+    l_plus: torch.Tensor, l_minus: torch.Tensor, w: float, m: float, variant: str, dtype: torch.dtype
+) -> torch.Tensor:
+    """``(B, T)`` omega: W on L+, M on L- (C2 only), 1 elsewhere; no gradient."""
+    dev = l_plus.device
+    weights = torch.where(l_plus, torch.tensor(w, dtype=dtype, device=dev), torch.tensor(1.0, dtype=dtype, device=dev))
+    if variant == "C2":
+        weights.masked_fill_(l_minus, m)  # in place on the fresh tensor
+    return weights
 
 
 def _stare_metrics(
