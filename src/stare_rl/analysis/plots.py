@@ -47,7 +47,8 @@ FIGURES = (
     Figure("gate", "STARE gate", (Panel("gate on (share of seeds)", ("stare/gate_on",), (-0.05, 1.05)),)),
     Figure("weights", "Token weights", (
         Panel("W (L+ weight)", ("stare/reweight_w",)), Panel("M (L- weight)", ("stare/reweight_m",)),
-        Panel("mean token weight", ("stare/mean_weight",)))),
+        Panel("mean token weight", ("stare/mean_weight",)),
+        Panel("L+ token fraction", ("stare/l_plus_frac",)), Panel("L- token fraction", ("stare/l_minus_frac",)))),
     Figure("quadrants", "Token quadrants (advantage sign x surprisal vs entropy)", (
         *(Panel(f"{q} fraction", (f"quadrant/{q}_frac",)) for q in _Q),
         Panel("L+ share of |predicted dH|", ("quadrant/l_plus_share",)),

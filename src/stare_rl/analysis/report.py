@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 FINAL_WINDOW = 5
 LENGTH_KEYS = ("response_length/mean", "completions/mean_length")
+_EVAL_SETTINGS = {"k", "n", "temperature", "top_p", "seed"}
 
 
 def _values(run: Run, key: str | None) -> np.ndarray:
@@ -53,8 +54,13 @@ def run_summary(run: Run, runs: list[Run], band_rel: float) -> dict[str, float |
     t = run.target_entropy
     if t is not None and ent.size:
         row["in_band_frac"] = float((np.abs(ent - t) <= band_rel * t).mean())
-    row.update({f"eval:{k}": v for k, v in sorted(run.eval.items())})
+    row.update({f"eval:{k}": v for k, v in sorted(run.eval.items()) if _table_eval_key(k)})
     return row
+
+
+def _table_eval_key(key: str) -> bool:
+    """Evaluation numbers worth a column (settings such as k or temperature, and per-word counts, are not)."""
+    return key not in _EVAL_SETTINGS and (not key.startswith("reflection/") or key == "reflection/any")
 
 
 def _warn_step_mismatch(groups: dict[str, list[Run]]) -> None:
