@@ -10,6 +10,8 @@ nested layout). If verl moves or renames a hook the subclass overrides, ``test_h
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import json
 import logging
@@ -58,11 +60,18 @@ def load(name: str, overrides: list[str] | None = None) -> Any:
     return cfg
 
 
-def stare_config(tmp_path: Path, *extra: str) -> Any:
-    return load("stare_qwen25_math_1p5b", [
-        "+actor_rollout_ref.actor.policy_loss.stare_adaptive=true",
-        "actor_rollout_ref.actor.policy_loss.stare_top_p_ratio=0.5",
-        f"trainer.default_local_dir={tmp_path / 'ckpt'}", *extra])
+@functools.cache
+def _stare_recipe() -> Any:
+    return load("stare_qwen25_math_1p5b", ["+actor_rollout_ref.actor.policy_loss.stare_adaptive=true",
+                                           "actor_rollout_ref.actor.policy_loss.stare_top_p_ratio=0.5"])
+
+
+def stare_config(tmp_path: Path, **updates: Any) -> Any:
+    """The STARE quick-start recipe (adaptive W/M on), composed once; ``updates``: dotted key -> value."""
+    cfg = copy.deepcopy(_stare_recipe())
+    for key, value in {"trainer.default_local_dir": str(tmp_path / "ckpt"), **updates}.items():
+        OmegaConf.update(cfg, key, value)
+    return cfg
 
 
 def nested(rows: list[torch.Tensor]) -> torch.Tensor:
@@ -312,8 +321,8 @@ def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(
     # resume_mode=resume_path reads the named folder; a folder without our file starts fresh, with a warning
     other = tmp_path / "elsewhere" / "global_step_3"
     other.mkdir(parents=True)
-    fresh, _ = trainer_with_workers(stare_config(tmp_path, "trainer.resume_mode=resume_path",
-                                                 f"trainer.resume_from_path={other}"), monkeypatch)
+    fresh, _ = trainer_with_workers(stare_config(
+        tmp_path, **{"trainer.resume_mode": "resume_path", "trainer.resume_from_path": str(other)}), monkeypatch)
     with caplog.at_level(logging.WARNING, logger=vm.__name__):
         fresh._load_checkpoint()
     assert fresh.global_steps == 3 and fresh.stare_rl.schedule.reweight_w == 1.1 and "start fresh" in caplog.text
@@ -332,7 +341,7 @@ def test_failed_state_write_keeps_the_previous_file(tmp_path: Path) -> None:
 
 def test_config_errors_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"rollout_correction\.bypass_mode=True"):
-        vm.StareRLTrainer(stare_config(tmp_path, "algorithm.rollout_correction.bypass_mode=true"))
+        vm.StareRLTrainer(stare_config(tmp_path, **{"algorithm.rollout_correction.bypass_mode": True}))
     with pytest.raises(ValueError, match=r"actor\.calculate_entropy=False: loss_mode='steer'"):
         vm.check_config(load("steer_qwen25_math_1p5b", ["actor_rollout_ref.actor.calculate_entropy=false"]))
 
