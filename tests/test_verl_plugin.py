@@ -157,6 +157,21 @@ def test_plugin_only_gate_from_old_surprisal(shift: float, gate_on: bool) -> Non
     torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
 
 
+def test_step_state_gate_unless_surprisal_is_asked_and_schedule_weights() -> None:
+    data = make_batch(seed=7)
+    data["old_log_prob"] = data["old_log_prob"] - 10.0  # mean surprisal ~11 nats: the estimate says "off"
+    state = V.StepState(gate_on=True, reweight_w=1.3, reweight_m=0.7)
+    batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"])
+    for gate, adaptive, expected in [("auto", True, True), ("exact", False, True), ("surprisal", True, False)]:
+        pl = V.StareRLPolicyLossConfig(stare_gate=gate, stare_adaptive=adaptive, stare_top_p_ratio=0.5)
+        with V.step_state(state):
+            loss, metrics = call("stare", data, actor_config(pl))
+        assert metrics["actor/stare/gate_on"] == float(expected), gate
+        out = compute_loss("stare", batch, V.method_config("stare", pl), V.surrogate_config(actor_config(pl), "token-mean"),
+                           make_context(gate_on=expected, reweight_w=1.3, reweight_m=0.7))
+        torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
+
+
 def test_exact_gate_required_and_entropy_error_are_clear() -> None:
     data = make_batch(seed=5)
     with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):
