@@ -112,7 +112,8 @@ def _adapter_fields() -> list[tuple[str, type, dataclasses.Field]]:
         ("stare_gate", str, dataclasses.field(default="auto", metadata={"help": (
             "auto: the exact gate when run through stare_rl.engines.verl_main, else the surprisal estimate. "
             "surprisal: token-mean of -old_log_prob over the micro-batch (all DP ranks), an unbiased estimate "
-            "of the token-mean entropy. exact: require the entry point (batch entropy measured once per step).")})),
+            "of the token-mean entropy, even under the entry point. exact: require the entry point (batch "
+            "entropy measured once per step).")})),
         ("stare_adaptive", bool, dataclasses.field(default=False, metadata={
             "help": "STARE adaptive W/M schedule (needs the exact entry point: it keeps state across steps)."})),
     ]
