@@ -135,3 +135,34 @@ def test_read_run_finds_method_seed_target_in_yaml(tmp_path: Path) -> None:
     (d / "config.yaml").write_text("method: stare\nseed: 7\nmethod_config:\n  target_entropy: 0.35\n")
     run = read_run(d)
     assert run is not None and (run.method, run.seed, run.target_entropy) == ("stare", 7, 0.35)
+
+
+@pytest.mark.slow
+def test_report_from_real_short_training_runs(tmp_path: Path) -> None:
+    """Two real `stare train` runs (tiny random model, a few steps) rendered by `stare report`."""
+    pytest.importorskip("trl")
+    from stare_rl.commands import train
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.model import build_tiny_model
+    from stare_rl.tasks.tokenizer import build_char_tokenizer
+
+    model_dir = tmp_path / "tiny"
+    tok = build_char_tokenizer(get_task("arithmetic").alphabet)
+    build_tiny_model(tok, hidden_size=32, num_layers=1, num_heads=2, seed=0).save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+    common = ["--model", str(model_dir), "--max_steps", "3", "--save_steps", "100", "--train_size", "32",
+              "--per_device_train_batch_size", "16", "--num_generations", "4", "--eval_size", "4", "--eval_k", "2",
+              "--disable_tqdm", "true"]
+    runs = [tmp_path / "stare", tmp_path / "vanilla"]
+    assert train.main([*common, "--method", "stare", "--target_entropy", "100", "--final_eval", "false",
+                       "--output_dir", str(runs[0])]) == 0
+    assert train.main([*common, "--method", "vanilla", "--output_dir", str(runs[1])]) == 0
+    out = tmp_path / "report"
+    assert report_main([*map(str, runs), "--out", str(out)]) == 0
+    for name in ("entropy", "reward", "response_length", "gate", "weights", "quadrants", "quadrant_dh"):
+        _check_png(out / f"{name}.png")
+    rows = {r["method"]: r for r in json.loads((out / "summary.json").read_text())["runs"]}
+    assert set(rows) == {"stare", "vanilla"}
+    assert rows["stare"]["last_step"] == 3 and rows["stare"]["entropy_final"] > 0
+    assert rows["stare"]["in_band_frac"] == 0.0  # target 100 nats: never in band
+    assert "eval:avg@2" in rows["vanilla"]
