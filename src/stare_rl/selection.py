@@ -138,9 +138,9 @@ def _kth_largest_exact(key: torch.Tensor, k: int, stride: int = 8) -> torch.Tens
 def _kth_exact(key: torch.Tensor, k: int, largest: bool, stride: int = 8) -> tuple[torch.Tensor, int | None]:
     """Exact k-th largest (or smallest) entry of a 1-D tensor, 1 <= k <= key.numel().
 
-    Large inputs are pre-filtered: the ~2k/stride-th extreme of a strided subsample is a bound t0; if at
-    least k entries are beyond t0, the k-th extreme overall is the k-th extreme of those few entries (exact).
-    Otherwise, or for small inputs, one ``torch.kthvalue`` over everything.
+    Large inputs are pre-filtered: an extreme quantile of a strided subsample (a ~4 sigma margin beyond the
+    expected k/stride-th) is a bound t0; if at least k entries are beyond t0, the k-th extreme overall is the
+    k-th extreme of those few entries (exact). Otherwise, or for small inputs, one ``torch.kthvalue``.
 
     Returns:
         ``(kth, n_at_least)``: the value (0-dim) and, when the pre-filter ran, how many entries of ``key``
@@ -149,12 +149,12 @@ def _kth_exact(key: torch.Tensor, k: int, largest: bool, stride: int = 8) -> tup
     n = key.numel()
     if n >= 16384 and 2 * k < n // 4:
         sub = key[::stride]  # (n / stride,)
-        j = min(sub.numel(), 2 * k // stride + 16)
+        expected = k / stride  # entries of sub beyond the true k-th extreme, on average
+        j = min(sub.numel(), int(expected + 4.0 * math.sqrt(expected)) + 16)
         t0 = torch.kthvalue(sub, sub.numel() - j + 1 if largest else j).values
-        pre = key >= t0 if largest else key <= t0  # (n,) a superset of the top k when it holds >= k entries
-        c = int(torch.count_nonzero(pre))
+        few = torch.masked_select(key, key >= t0 if largest else key <= t0)  # (c,) cheaper than key[mask]
+        c = few.numel()
         if c >= k:
-            few = torch.masked_select(key, pre)  # (c,) cheaper than key[pre]
             kth = torch.kthvalue(few, c - k + 1 if largest else k).values
             return kth, int(torch.count_nonzero(few >= kth if largest else few <= kth))
     return torch.kthvalue(key, n - k + 1 if largest else k).values, None

@@ -163,7 +163,7 @@ def stare_loss(
             batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate, signs=signs
         )
         weights = torch.ones_like(token_loss).detach()
-    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, t_plus, t_minus, l_plus, l_minus))
+    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, t_plus, t_minus, l_plus, l_minus, signs.valid))
     return LossOutput(
         token_loss=token_loss,
         token_weights=weights,
@@ -193,12 +193,14 @@ def _stare_metrics(
     t_minus: torch.Tensor,
     l_plus: torch.Tensor,
     l_minus: torch.Tensor,
+    valid: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """Detached scalar metrics; fractions are over the valid tokens of this batch (counts, no float sums)."""
     dev, dt = batch.log_prob.device, batch.log_prob.dtype
     count = torch.count_nonzero
-    n_valid = int(count(batch.mask))
-    n_pos, n_neg, k_plus, k_minus = (int(count(x)) for x in (t_plus, t_minus, l_plus, l_minus))
+    n_valid = int(count(batch.mask > 0)) if valid is None else int(count(valid))  # bool counts are cheap
+    n_pos, n_neg, k_plus = (int(count(x)) for x in (t_plus, t_minus, l_plus))
+    k_minus = int(count(l_minus)) if cfg.variant == "C2" else 0
     denom = float(max(n_valid, 1))
     weight_sum = n_valid + ((w - 1.0) * k_plus + (m - 1.0) * k_minus if gate_on else 0.0)
 

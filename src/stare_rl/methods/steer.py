@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from stare_rl.registry import register_method
-from stare_rl.surrogate import SurrogateConfig, clipped_surrogate
+from stare_rl.surrogate import SurrogateConfig, clipped_surrogate, token_signs
 from stare_rl.tokens import steer_omega_abs
 from stare_rl.types import LossContext, LossOutput, TokenBatch
 
@@ -169,15 +169,22 @@ def steer_loss(
         max/min |Omega| are statistics of the batch handed in (reference: per GPU micro-batch) unless the
         engine passes global values (``selection_scope="global"``, :func:`steer_global_stats`).
     """
-    omega = steer_omega(batch)  # (B, T)
-    clipped, metrics = clipped_surrogate(
-        batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate
-    )
-    valid = batch.valid
+    if batch.entropy is None:
+        steer_omega(batch)  # raises the ValueError naming the missing entropy
+    signs = token_signs(batch.advantages, batch.mask)  # (B, T) masks shared with the surrogate
+    valid = signs.valid
     with torch.no_grad():
-        local_max, local_min = _omega_extrema(omega, valid)
+        # |Omega| from A masked to 0 on padding: equal on valid tokens, exactly 0 on padding
+        omega = steer_omega_abs(batch.log_prob, batch.old_log_prob, signs.adv, batch.entropy)  # (B, T)
+        local_max = omega.max() if omega.numel() else omega.new_zeros(())  # |Omega| >= 0, padding 0
+        local_min = _valid_min(omega, valid)
         o_max, o_min = _resolve_extrema(ctx, local_max, local_min)
-        weights = _map_omega(omega, o_max, o_min, cfg).masked_fill(~valid, 0.0)  # (B, T)
+        weights = _map_omega(omega, o_max, o_min, cfg).masked_fill_(~valid, 0.0)  # (B, T)
+    # the weights (> 0 on valid tokens) are folded into -A inside the surrogate: token_loss = w * clipped
+    token_loss, metrics = clipped_surrogate(
+        batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate, weights=weights, signs=signs
+    )
+    with torch.no_grad():
         n_valid = int(torch.count_nonzero(valid))
         zero = omega.new_zeros(())
         # the weight map is monotone decreasing in |Omega|: the extreme weights sit at the extreme |Omega|
@@ -190,7 +197,15 @@ def steer_loss(
                 "omega_abs_min": local_min,
             }
         )
-    return LossOutput(token_loss=clipped * weights, token_weights=weights, metrics=metrics)
+    return LossOutput(token_loss=token_loss, token_weights=weights, metrics=metrics)
+
+
+def _valid_min(omega: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """min |Omega| over valid tokens (0-dim; 0 when nothing is valid)."""
+    if omega.numel() == 0:
+        return omega.new_zeros(())
+    local_min = torch.where(valid, omega, torch.inf).min()
+    return torch.where(torch.isinf(local_min), 0.0, local_min)
 
 
 def steer_global_stats(omega_valid: torch.Tensor) -> dict[str, float | None]:
