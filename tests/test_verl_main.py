@@ -3,8 +3,8 @@
 The trainer is built with its real ``__init__`` from a composed recipe, and verl's own hooks
 (``_compute_old_log_prob``, ``_update_actor``, ``_save_checkpoint``, ``_load_checkpoint``) run for real. Only
 the two things that need Ray are replaced: the actor worker group (``ActorWG`` below does what verl's worker
-does: writes log-probs and entropy, materialises the update batch with its ``extra_info`` and calls the loss
-installed with ``set_loss_fn``) and TransferQueue (``MemoryTQ``: an in-memory key/field store with the same
+does: writes log-probs and entropy, materialises the update batch with its ``extra_info``, splits it with
+verl's own mini/micro-batch functions and calls the loss installed with ``set_loss_fn``) and TransferQueue (``MemoryTQ``: an in-memory key/field store with the same
 nested layout). If verl moves or renames a hook the subclass overrides, ``test_hooks_pinned`` fails.
 """
 
@@ -40,6 +40,7 @@ from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer  # noqa: E402
 from verl.trainer.ppo.v1.trainer_base import PPOTrainer  # noqa: E402
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync  # noqa: E402
 from verl.utils import tensordict_utils as tu  # noqa: E402
+from verl.workers.engine.utils import prepare_micro_batches  # noqa: E402
 from verl.workers.engine_workers import ActorRolloutRefWorker  # noqa: E402
 from verl.workers.utils.losses import ppo_loss  # noqa: E402
 
@@ -124,7 +125,10 @@ class ActorWG:
                                     ["prompts", "responses", "response_mask", "old_log_probs", "advantages"])
         for key, val in batch.extra_info.items():  # as verl's _meta_to_realdata does
             tu.assign_non_tensor_data(tensor_dict=data, key=key, val=val)
-        tu.assign_non_tensor(data, dp_size=1, batch_num_tokens=None, global_batch_size=None)
+        tu.assign_non_tensor(data, dp_size=1, batch_num_tokens=None, global_batch_size=None,
+                             use_dynamic_bsz=False, micro_batch_size_per_gpu=len(batch))
+        (mini,) = tu.make_iterator(data, mini_batch_size=len(batch), epochs=1)  # verl's mini-batch split ...
+        (data,) = prepare_micro_batches(mini)[0]  # ... and micro-batch split (one each: the state must survive)
         log_prob = nested([self.full_sequence(self.log_prob[k] + 0.1) for k in batch.keys])  # current policy
         entropy = nested([self.full_sequence(self.entropy[k]) for k in batch.keys])
         loss, _ = self.loss_fn(model_output={"log_probs": log_prob, "entropy": entropy}, data=data)
