@@ -148,7 +148,7 @@ class CountdownTask(Task):
     def __init__(
         self,
         num_count: int = 3,
-        max_number: int = 9,
+        max_number: int = 20,
         min_target: int = 10,
         max_target: int = 99,
         use_all: bool = True,

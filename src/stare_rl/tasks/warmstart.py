@@ -47,7 +47,7 @@ class WarmStartConfig:
     batch_size: int = field(default=256, metadata={"help": "SFT rows per optimiser step."})
     max_steps: int = field(default=3000, metadata={"help": "Cap on SFT steps if the stop metric is never met."})
     train_rows: int = field(default=20000, metadata={"help": "Distinct train-split rows used for SFT."})
-    eval_every: int = field(default=50, metadata={"help": "Evaluate the stop metric every this many steps."})
+    eval_every: int = field(default=25, metadata={"help": "Evaluate the stop metric every this many steps."})
     eval_rows: int = field(default=128, metadata={"help": "Held-out train-split prompts for the stop metric."})
     k: int = field(default=8, metadata={"help": "Samples per prompt (temperature 1) for avg@k."})
     stop_greedy_acc: float = field(
