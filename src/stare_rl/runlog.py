@@ -152,11 +152,12 @@ def describe_run_dir(root: str | os.PathLike) -> str:
         (layout.metrics, "per-step metrics, one JSON object per line"),
         (layout.model, "final policy, a Hugging Face model dir (`stare eval --model` it)"),
         (layout.eval, "held-out evaluation of the final policy"),
+        (layout.root / TRAIN_SUMMARY_FILE, "TRL's end-of-training summary (runtime, mean loss)"),
     ]
     for path, what in entries:
         if path.exists():
-            lines.append(f"  {path.name:<16} {what}")
+            lines.append(f"  {path.name:<18} {what}")
     ckpts = layout.checkpoints()
     if ckpts:
-        lines.append(f"  checkpoint-*/    {len(ckpts)} checkpoint(s), last {ckpts[-1].name} (resume_from_checkpoint)")
+        lines.append(f"  checkpoint-*/      {len(ckpts)} checkpoint(s), last {ckpts[-1].name} (resume_from_checkpoint)")
     return "\n".join(lines)

@@ -203,8 +203,8 @@ def prepare(plan: Plan) -> Prepared:
         reward_fn = math_reward
     else:
         reward_fn = task.reward
-    if ta.model == "tiny" and "max_completion_length" not in plan.explicit:
-        grpo.max_completion_length = task.max_completion_chars + 1  # answer + <eos>
+    if ta.dataset is None and "max_completion_length" not in plan.explicit:
+        grpo.max_completion_length = task.max_completion_chars + 1  # embedded task: answer + <eos>
     resume = grpo.resume_from_checkpoint
     if resume is not None and str(resume).lower() in ("last", "true"):
         last = RunLayout(Path(grpo.output_dir)).last_checkpoint()

@@ -202,9 +202,9 @@ class StareGRPOTrainer(GRPOTrainer):
         logps, entropies = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
         adv = out["advantages"].unsqueeze(1).expand_as(logps) * mask  # (B, T)
         batch = TokenBatch(logps.float(), logps.float(), adv.float(), mask, entropies.float())
-        from stare_rl.control import global_token_mean
-
-        h = global_token_mean(batch)  # token-mean over all valid tokens, all ranks
+        h = self._token_mean(entropies.float(), mask)  # all valid tokens of the generation batch, all ranks
+        if h is None:  # DAPO dropped every group: measure the state of the policy on all completions
+            h = self._token_mean(entropies.float(), _loss_mask({**out, "stare_keep": torch.ones_like(out["stare_keep"])}))
         metrics = {"stare/batch_entropy": h}
         for ctrl in self._controllers.values():
             ctrl.update(h)
@@ -218,6 +218,11 @@ class StareGRPOTrainer(GRPOTrainer):
             entropy_coef=self._controllers.get("adaptive_entropy"),
             **stats,
         )
+
+    def _token_mean(self, values: torch.Tensor, mask: torch.Tensor) -> float | None:
+        """Token-mean of ``values`` over ``mask`` on all ranks (device-side reduce); ``None`` if no token."""
+        total = self.accelerator.reduce(torch.stack([(values * mask).sum(), mask.sum()]).double(), reduction="sum")
+        return float(total[0] / total[1]) if float(total[1]) > 0 else None
 
     # ----- update side: the loss on one micro-batch -----
     def _forward(self, model: Any, inputs: dict[str, Any], compute_entropy: bool) -> tuple[torch.Tensor, Any]:
