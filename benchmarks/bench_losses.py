@@ -4,13 +4,18 @@
 
 Every variant gets the same ``(B, T)`` batch (GRPO-like advantages, ragged mask, entropy). One timed step is
 ``compute_loss(...)`` + ``aggregate(...)`` + ``backward()`` w.r.t. ``log_prob`` (the batch and its validation
-are built once, outside the timing). Repeats are interleaved round-robin across variants so that drifts of a
-shared CPU hit all of them alike; the table reports the median and the ratio to vanilla's median.
+are built once, outside the timing). Repeats are interleaved round-robin across variants (in a shuffled order
+each round) so that drifts of a shared CPU hit all of them alike. The table reports, per variant, the median
+and the min CPU time, the ratio of medians to vanilla, the ratio of mins, and the median of the per-round
+ratios (each round times every variant once, so a busy moment inflates a whole round). The load average is
+printed before and after: on a loaded machine trust the per-round and min ratios more than the medians.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -88,24 +93,59 @@ def main() -> None:
         "--clock", choices=("cpu", "wall"), default="cpu",
         help="cpu: time.process_time (robust on a shared CPU with --threads 1); wall: time.perf_counter",
     )
+    ap.add_argument("--profile", default=None, help="print a torch.profiler per-op table of this variant and exit")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     batch = make_batch(args.batch, args.seq)
     fns = variants()
+    if args.profile is not None:
+        profile_variant(fns[args.profile], batch, args.repeats)
+        return
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     times: dict[str, list[float]] = {name: [] for name in fns}
+    order = list(fns)
+    shuffle = random.Random(0).shuffle
+    load_before = os.getloadavg()
     for r in range(args.warmup + args.repeats):
-        for name, fn in fns.items():
-            dt = time_step(fn, batch, clock)
+        shuffle(order)
+        for name in order:
+            dt = time_step(fns[name], batch, clock)
             if r >= args.warmup:
                 times[name].append(dt)
-    base = statistics.median(times["vanilla"])
+    load_after = os.getloadavg()
+    print_table(args, batch, times, load_before, load_after)
+
+
+def profile_variant(fn: Callable[[TokenBatch], torch.Tensor], batch: TokenBatch, repeats: int) -> None:
+    """Per-op self CPU time of ``repeats`` steps (the profiler reads wall time: noisy on a shared machine)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        time_step(fn, batch, time.perf_counter)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(repeats):
+            time_step(fn, batch, time.perf_counter)
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=28))
+
+
+def print_table(
+    args: argparse.Namespace,
+    batch: TokenBatch,
+    times: dict[str, list[float]],
+    load_before: tuple[float, float, float],
+    load_after: tuple[float, float, float],
+) -> None:
+    base, base_min = statistics.median(times["vanilla"]), min(times["vanilla"])
     print(f"B={args.batch} T={args.seq} tokens={args.batch * args.seq} valid={batch.n_valid} "
-          f"threads={torch.get_num_threads()} clock={args.clock} repeats={args.repeats} (median of interleaved runs)")
-    print(f"{'method':<26}{'median ms':>10}{'min ms':>9}{'x vanilla':>11}")
+          f"threads={torch.get_num_threads()} clock={args.clock} repeats={args.repeats} (interleaved, shuffled)")
+    print("load average (1, 5, 15 min): before " + ", ".join(f"{x:.2f}" for x in load_before)
+          + "; after " + ", ".join(f"{x:.2f}" for x in load_after) + f"; cpus={os.cpu_count()}")
+    print(f"{'method':<26}{'median ms':>10}{'min ms':>9}{'x median':>10}{'x min':>8}{'x per-round':>13}")
     for name, ts in times.items():
         med = statistics.median(ts)
-        print(f"{name:<26}{med * 1e3:>10.2f}{min(ts) * 1e3:>9.2f}{med / base:>11.3f}")
+        per_round = statistics.median(t / v for t, v in zip(ts, times["vanilla"], strict=True))
+        print(f"{name:<26}{med * 1e3:>10.2f}{min(ts) * 1e3:>9.2f}{med / base:>10.3f}{min(ts) / base_min:>8.3f}"
+              f"{per_round:>13.3f}")
 
 
 if __name__ == "__main__":
