@@ -5,6 +5,7 @@ from stare_rl.methods import (  # noqa: F401
     high_entropy,
     kl_cov,
     stare,
+    stare_sensitivity,
     steer,
     vanilla,
 )
