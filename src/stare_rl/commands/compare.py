@@ -1,0 +1,248 @@
+"""``stare compare``: a grid of methods x seeds of ``stare train`` with identical budgets, then one report.
+
+    stare compare --config src/stare_rl/configs/compare.yaml                # the full grid
+    stare compare --config FILE.yaml --out DIR --seeds 0,1 --methods grpo,stare_o1 --parallel 2
+    stare compare --config FILE.yaml --smoke                                # the file's smoke section
+    stare compare --config FILE.yaml --dry-run                              # list the cells and their state
+
+Every cell is validated by ``stare train``'s own parser before any compute; the shared warm start runs once;
+cells then run as ``stare train`` processes (``--parallel`` at a time, one torch thread each). A finished
+cell (``compare_done.json``) is skipped on a re-run, a cell with a checkpoint resumes from it, anything else
+restarts. The end: ``stare report`` of all runs plus ``results.md`` / ``results.json`` in ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from stare_rl.compare import (
+    CELL_CONFIG,
+    Cell,
+    Grid,
+    cell_state,
+    load_grid,
+    mark_done,
+    prepare_cell,
+    restrict,
+    results_markdown,
+    results_table,
+    run_metrics,
+)
+
+RESULTS_JSON, RESULTS_MD, RUN_INFO = "results.json", "results.md", "compare_run.json"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="stare compare", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Grid file format and results: docs/compare.md.")
+    p.add_argument("--config", required=True, help="grid YAML (e.g. stare_rl/configs/compare.yaml)")
+    p.add_argument("--out", default=None, help="output directory (default: the grid's `out`)")
+    p.add_argument("--seeds", default=None, help="comma-separated seeds, e.g. 0,1,2 (default: the grid's)")
+    p.add_argument("--methods", default=None, help="comma-separated grid method names (default: all)")
+    p.add_argument("--parallel", type=int, default=None, help="cells at once (default: the grid's, 2)")
+    p.add_argument("--smoke", action="store_true", help="apply the grid's smoke section (tiny budget)")
+    p.add_argument("--dry-run", action="store_true", help="validate and list the cells, run nothing")
+    return p
+
+
+def _seed_list(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError as err:
+        raise ValueError(f"--seeds={text!r} must be comma-separated integers") from err
+
+
+def validate_cells(grid: Grid) -> dict[str, Any]:
+    """Parse every method's cell with ``stare train``'s parser (no compute); returns one plan per method."""
+    from stare_rl.commands.train import plan_run
+
+    plans = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for method in grid.methods:
+            cfg = Path(tmp) / f"{method}.yaml"
+            import yaml
+
+            cfg.write_text(yaml.safe_dump({**grid.cell_config(method), "seed": grid.seeds[0]}))
+            try:
+                plans[method] = plan_run(["--config", str(cfg), "--output_dir", str(Path(tmp) / method)])
+            except ValueError as err:
+                raise ValueError(f"grid method {method!r}: {err}") from err
+    return plans
+
+
+def _warm_starts(plans: dict[str, Any]) -> None:
+    """The shared warm start (once per task and cache), exactly as ``stare train`` calls it."""
+    from stare_rl.tasks.warmstart import warm_start
+
+    done = set()
+    for plan in plans.values():
+        ta = plan.task_args
+        key = (ta.task, ta.cache_dir)
+        if ta.model == "tiny" and ta.dataset is None and key not in done:
+            print(f"warm start: tiny model on {ta.task} (cached in {ta.cache_dir})", flush=True)
+            print(f"  -> {warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=0)}", flush=True)
+            done.add(key)
+
+
+def _launch(grid: Grid, cell: Cell) -> tuple[subprocess.Popen, Any, bool, float]:
+    cfg, resume = prepare_cell(grid, cell)
+    argv = [sys.executable, "-m", "stare_rl.cli", "train", "--config", str(cfg), "--output_dir",
+            str(cell.run_dir), "--disable_tqdm", "true"]
+    if resume:
+        argv += ["--resume_from_checkpoint", "last"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+           "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    log = open(cell.run_dir / "train.log", "a")  # noqa: SIM115  (closed when the process ends)
+    log.write(f"$ {shlex.join(argv)}\n")
+    log.flush()
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    return proc, log, resume, time.time()
+
+
+def _headline(cell: Cell) -> str:
+    from stare_rl.analysis.runs import read_run
+
+    run = read_run(cell.run_dir)
+    parts = []
+    if run is not None and run.series.get("actor/entropy"):
+        ent = [v for _, v in run.series["actor/entropy"]]
+        parts.append(f"entropy {ent[0]:.3f} -> {ent[-1]:.3f} (min {min(ent):.3f})")
+    if run is not None and run.eval:
+        parts += [f"{k} {v:.3f}" for k, v in run.eval.items() if k.startswith(("avg@", "pass@"))]
+    return ", ".join(parts)
+
+
+def run_cells(grid: Grid, cells: list[Cell]) -> list[Cell]:
+    """Run the cells ``grid.parallel`` at a time; print a line per finished cell. Returns the failed ones."""
+    pending = list(cells)
+    running: list[tuple[Cell, subprocess.Popen, Any, bool, float]] = []
+    failed: list[Cell] = []
+    total, finished = len(cells), 0
+    try:
+        while pending or running:
+            while pending and len(running) < grid.parallel:
+                cell = pending.pop(0)
+                proc, log, resume, t0 = _launch(grid, cell)
+                print(f"start  {cell.name}{' (resuming from its last checkpoint)' if resume else ''}", flush=True)
+                running.append((cell, proc, log, resume, t0))
+            time.sleep(0.5)
+            for item in list(running):
+                cell, proc, log, resume, t0 = item
+                if proc.poll() is None:
+                    continue
+                running.remove(item)
+                log.close()
+                finished += 1
+                wall = time.time() - t0
+                if proc.returncode == 0:
+                    mark_done(cell, {"wall_s": round(wall, 1), "resumed": resume, "finished": time.time()})
+                    print(f"[{finished}/{total}] done   {cell.name} in {wall:.0f} s: {_headline(cell)}", flush=True)
+                else:
+                    failed.append(cell)
+                    tail = (cell.run_dir / "train.log").read_text(errors="replace").splitlines()[-8:]
+                    print(f"[{finished}/{total}] FAILED {cell.name} (exit {proc.returncode}) after {wall:.0f} s; "
+                          f"log {cell.run_dir / 'train.log'}:\n  " + "\n  ".join(tail), flush=True)
+    except KeyboardInterrupt:
+        for cell, proc, log, _, _ in running:  # only the processes this command started
+            proc.terminate()
+            proc.wait()
+            log.close()
+            print(f"interrupted {cell.name}: re-run the same command to resume", flush=True)
+        raise
+    return failed
+
+
+def summarise(grid: Grid, cells: list[Cell]) -> tuple[Path | None, dict[str, Any] | None]:
+    """``stare report`` of every cell with metrics, then the results table (markdown + JSON) in ``grid.out``."""
+    from stare_rl.analysis.plots import ENTROPY_KEYS, pick_key
+    from stare_rl.analysis.report import build_report
+    from stare_rl.analysis.runs import read_run
+
+    with_metrics = [c for c in cells if (c.run_dir / "metrics.jsonl").is_file()]
+    if not with_metrics:
+        return None, None
+    page = build_report([c.run_dir for c in with_metrics], grid.out / "report", band_rel=grid.band)
+    summary = json.loads((page.parent / "summary.json").read_text())
+    rows = {(r["method"], r["seed"]): r for r in summary["runs"]}
+    runs = {c: read_run(c.run_dir) for c in with_metrics}
+    key = pick_key([r for r in runs.values() if r is not None], ENTROPY_KEYS)
+    per_run: dict[str, list[dict[str, float | None]]] = {}
+    for cell, run in runs.items():
+        if run is None or (cell.method, cell.seed) not in rows:
+            continue
+        done = cell.run_dir / "compare_done.json"
+        wall = json.loads(done.read_text()).get("wall_s") if done.is_file() else None
+        entropy = [v for _, v in run.series.get(key, [])] if key else []
+        per_run.setdefault(cell.method, []).append(
+            run_metrics(rows[(cell.method, cell.seed)], entropy, grid.target_entropy, grid.band, wall))
+    results = results_table(per_run, grid)
+    (grid.out / RESULTS_JSON).write_text(json.dumps(results, indent=2))
+    (grid.out / RESULTS_MD).write_text(results_markdown(results))
+    return page, results
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for pkg in ("stare-rl", "torch", "trl", "transformers", "accelerate", "datasets", "matplotlib"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``stare compare``; returns the exit status (2 = bad input, 1 = a cell failed)."""
+    args = _parser().parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        grid = load_grid(args.config, smoke=args.smoke)
+        grid = restrict(grid, methods=args.methods, seeds=_seed_list(args.seeds), out=args.out,
+                        parallel=args.parallel)
+        plans = validate_cells(grid)
+    except ValueError as err:
+        print(f"stare compare: error: {err}", file=sys.stderr)
+        return 2
+    cells = grid.cells()
+    states = {c: cell_state(c) for c in cells}
+    todo = [c for c in cells if states[c] != "done"]
+    print(f"grid: {len(grid.methods)} method(s) x {len(grid.seeds)} seed(s) = {len(cells)} cells in {grid.out}; "
+          f"{len(cells) - len(todo)} finished, {sum(s == 'resume' for s in states.values())} to resume, "
+          f"{parallel_note(grid)}", flush=True)
+    if args.dry_run:
+        for c in cells:
+            print(f"  {c.name:<28} {states[c]:<7} {c.run_dir / CELL_CONFIG}")
+        return 0
+    grid.out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    _warm_starts(plans)
+    failed = run_cells(grid, todo)
+    page, results = summarise(grid, cells)
+    info = {"command": "stare compare " + shlex.join(argv), "config": str(Path(args.config).resolve()),
+            "cells": len(cells), "ran": len(todo), "failed": [c.name for c in failed],
+            "wall_s_this_invocation": round(time.time() - t0, 1), "parallel": grid.parallel,
+            "cpu_count": os.cpu_count(), "versions": _versions()}
+    (grid.out / RUN_INFO).write_text(json.dumps(info, indent=2))
+    if results is not None:
+        print((grid.out / RESULTS_MD).read_text())
+        print(f"report: {page}\nresults: {grid.out / RESULTS_MD}, {grid.out / RESULTS_JSON}")
+    return 1 if failed else 0
+
+
+def parallel_note(grid: Grid) -> str:
+    return f"{grid.parallel} at a time, one torch thread each"
