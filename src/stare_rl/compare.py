@@ -346,16 +346,17 @@ def _targets(methods: list[dict[str, Any]], base: Mapping[str, Any] | None, base
     return out
 
 
-def _cell(s: Mapping[str, Any] | None, pct: bool = False) -> str:
+def _cell(s: Mapping[str, Any] | None, pct: bool = False, digits: int | None = None) -> str:
     if s is None:
         return "–"
     f = 100.0 if pct else 1.0
-    digits = 1 if pct else 3
+    digits = digits if digits is not None else (1 if pct else 3)
     if s["n"] == 1:
         return f"{s['mean'] * f:.{digits}f}"
     return f"{s['mean'] * f:.{digits}f} ± {s['std'] * f:.{digits}f}"
 
 
+_DIGITS = {"wall_s": 0, "eval_length": 2}
 _PCT = {"in_band_frac", "in_band_after_cross", "avg@k", "pass@k", "greedy_acc", "reward_final"}
 
 
@@ -364,7 +365,7 @@ def results_markdown(results: Mapping[str, Any]) -> str:
     heads = [h + (" %" if k in _PCT else "") for k, h in COLUMNS]
     lines = ["| method | seeds | " + " | ".join(heads) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
     for m in results["methods"]:
-        cells = [_cell(m["metrics"].get(k), k in _PCT) for k, _ in COLUMNS]
+        cells = [_cell(m["metrics"].get(k), k in _PCT, _DIGITS.get(k)) for k, _ in COLUMNS]
         lines.append(f"| {m['method']} | {m['seeds']} | " + " | ".join(cells) + " |")
     base = results["baseline"]
     deltas = [m for m in results["methods"] if m.get("vs_" + base)]

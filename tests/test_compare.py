@@ -1,0 +1,243 @@
+"""``stare compare``: smoke grid end to end, resume skips finished cells, results table from known files, bad input."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stare_rl.compare import (
+    DONE_FILE,
+    Cell,
+    cell_state,
+    load_grid,
+    parse_grid,
+    prepare_cell,
+    results_markdown,
+    results_table,
+    run_metrics,
+    spread,
+)
+
+SHIPPED = resources.files("stare_rl").joinpath("configs", "compare.yaml")
+
+
+def _shipped() -> dict:
+    return yaml.safe_load(SHIPPED.read_text())
+
+
+def test_shipped_grid_has_every_method_and_identical_budgets() -> None:
+    grid = parse_grid(_shipped())
+    assert list(grid.methods)[:6] == ["grpo", "dapo", "stare_o1", "stare_c2", "steer", "stare_sens"]
+    train_methods = {grid.cell_config(m)["method"] for m in grid.methods}
+    assert train_methods == {"vanilla", "stare", "steer", "stare_sensitivity", "clip_cov", "kl_cov", "high_entropy"}
+    budget = ("model", "task", "max_steps", "learning_rate", "per_device_train_batch_size", "num_generations",
+              "train_size", "eval_size", "eval_k", "temperature")
+    for key in budget:  # no method changes the budget
+        assert len({str(grid.cell_config(m).get(key)) for m in grid.methods}) == 1, key
+    assert grid.cell_config("grpo")["clip_ratio_high"] == 0.2 and grid.cell_config("dapo")["clip_ratio_high"] == 0.28
+    assert grid.cell_config("stare_o1")["target_entropy"] == grid.target_entropy  # the grid's target is inserted
+    assert "target_entropy" not in grid.cell_config("dapo")
+    smoke = parse_grid(_shipped(), smoke=True)
+    assert list(smoke.methods) == ["grpo", "stare_o1"] and smoke.seeds == (0,)
+    assert smoke.cell_config("grpo")["max_steps"] <= 3
+
+
+BAD_GRIDS = [
+    ({"methods": {}}, "methods is empty"),
+    ({"methods": {"a": {"method": "vanilla"}}, "sedes": [0]}, "unknown key(s) ['sedes']"),
+    ({"methods": {"a": {"method": "vanilla"}}, "seeds": [0, 0]}, "duplicates"),
+    ({"methods": {"a": {"method": "vanilla"}}, "seeds": "0"}, "seeds='0'"),
+    ({"methods": {"a": {"method": "vanilla", "seed": 3}}}, "sets ['seed']"),
+    ({"methods": {"a": {"method": "vanilla"}}, "parallel": 0}, "parallel=0"),
+    ({"methods": {"a": {"method": "vanilla"}}, "target_entropy": -1}, "target_entropy=-1"),
+    ({"methods": {"a": {"method": "vanilla"}}, "band": 2}, "band=2"),
+    ({"methods": {"a b": {"method": "vanilla"}}}, "method name 'a b'"),
+    ({"methods": ["vanilla"]}, "methods must be a mapping"),
+]
+
+
+@pytest.mark.parametrize("data, message", BAD_GRIDS)
+def test_bad_grid_names_the_problem(data: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")
+                       .replace(")", r"\)")):
+        parse_grid(data, "grid.yaml")
+
+
+def test_bad_command_line_fails_before_compute(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stare_rl.commands import compare
+
+    out = tmp_path / "out"
+    cases = [
+        (["--config", str(tmp_path / "missing.yaml")], "no such file"),
+        (["--config", str(SHIPPED), "--methods", "grpo,nope"], "unknown method(s) ['nope']"),
+        (["--config", str(SHIPPED), "--seeds", "0,x"], "--seeds='0,x'"),
+    ]
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(yaml.safe_dump({"methods": {"a": {"method": "vanilla", "lerning_rate": 0.1}}}))
+    cases.append((["--config", str(typo)], "grid method 'a': unknown field 'lerning_rate'"))
+    bad_method = tmp_path / "bad_method.yaml"
+    bad_method.write_text(yaml.safe_dump({"methods": {"a": {"method": "stare", "reweight_w": 0.5}}}))
+    cases.append((["--config", str(bad_method)], "reweight_w=0.5 must be >= 1"))
+    for argv, message in cases:
+        assert compare.main([*argv, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "stare compare: error:" in err and message in err, (argv, err)
+    assert not out.exists()  # nothing written, nothing trained
+
+
+def _write_run(run_dir: Path, method: str, seed: int, entropy: list[float], evals: dict, target: float) -> None:
+    run_dir.mkdir(parents=True)
+    lines = [json.dumps({"step": i + 1, "actor/entropy": h, "critic/score/mean": 0.5, "response_length/mean": 8.0})
+             for i, h in enumerate(entropy)]
+    (run_dir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    (run_dir / "eval.json").write_text(json.dumps({"n": 16, "k": 8, **evals}))
+    (run_dir / "run_config.json").write_text(json.dumps({"method": method, "seed": seed, "target_entropy": target}))
+    (run_dir / DONE_FILE).write_text(json.dumps({"wall_s": 10.0 + seed}))
+
+
+def test_results_table_from_known_metrics_files(tmp_path: Path) -> None:
+    from stare_rl.commands.compare import summarise
+
+    grid = parse_grid({"out": str(tmp_path), "seeds": [0, 1], "target_entropy": 0.4, "band": 0.25,
+                       "methods": {"grpo": {"method": "vanilla"}, "stare_o1": {"method": "stare"}}})
+    runs = {
+        # entropy series; the report's "final" is the mean of the last 5 values
+        ("grpo", 0): [1.0, 0.8, 0.6, 0.4, 0.32, 0.2, 0.2, 0.2, 0.2, 0.2],
+        ("grpo", 1): [1.0, 0.9, 0.7, 0.5, 0.45, 0.3, 0.3, 0.3, 0.3, 0.3],
+        ("stare_o1", 0): [1.0, 0.8, 0.6, 0.39, 0.42, 0.4, 0.4, 0.4, 0.4, 0.4],
+        ("stare_o1", 1): [1.0, 0.8, 0.6, 0.45, 0.35, 0.31, 0.45, 0.4, 0.4, 0.4],
+    }
+    evals = {("grpo", 0): (0.30, 0.60), ("grpo", 1): (0.34, 0.64), ("stare_o1", 0): (0.36, 0.72),
+             ("stare_o1", 1): (0.40, 0.70)}
+    for (m, s), ent in runs.items():
+        a, p = evals[(m, s)]
+        _write_run(tmp_path / "runs" / m / f"seed{s}", m, s, ent,
+                   {"avg@8": a, "pass@8": p, "greedy_acc": a + 0.1, "mean_response_length": 8.5, "entropy": 0.5},
+                   0.4)
+    page, results = summarise(grid, grid.cells())
+    assert page.is_file() and (page.parent / "entropy.png").stat().st_size > 0
+    by = {m["method"]: m["metrics"] for m in results["methods"]}
+    assert by["grpo"]["entropy_final"]["values"] == pytest.approx([0.2, 0.3])
+    assert by["grpo"]["entropy_final"]["mean"] == pytest.approx(0.25)
+    assert by["grpo"]["entropy_final"]["std"] == pytest.approx(0.0707107, rel=1e-5)  # sample std of 0.2, 0.3
+    assert by["grpo"]["entropy_min"]["values"] == pytest.approx([0.2, 0.3])
+    assert by["grpo"]["entropy_ratio"]["mean"] == pytest.approx(0.25)
+    # first step below 0.4: grpo s0 index 4 (0.32) -> tail [0.32, 0.2 x5]: 0.32 within [0.3, 0.5], 0.2 not -> 1/6
+    assert by["grpo"]["in_band_after_cross"]["values"][0] == pytest.approx(1 / 6)
+    # stare s0: first below 0.4 is 0.39 (index 3) -> tail all within [0.3, 0.5] -> 1.0;
+    # stare s1: first below 0.4 is 0.35 (index 4) -> [0.35, 0.31, 0.45, 0.4 x3] all within -> 1.0
+    assert by["stare_o1"]["in_band_after_cross"]["values"] == pytest.approx([1.0, 1.0])
+    assert by["stare_o1"]["avg@k"]["mean"] == pytest.approx(0.38)
+    assert by["stare_o1"]["pass@k"]["mean"] == pytest.approx(0.71)
+    assert by["stare_o1"]["wall_s"]["values"] == [10.0, 11.0]
+    stare = next(m for m in results["methods"] if m["method"] == "stare_o1")
+    assert stare["vs_grpo"]["avg@k"] == pytest.approx(0.06) and stare["vs_grpo"]["pass@k"] == pytest.approx(0.09)
+    assert results["targets"]["grpo_final_entropy_below_30pct_of_start"] is True
+    assert results["targets"]["stare_o1"]["pass@1_gain_ge_3pts"] is True
+    assert results["targets"]["stare_o1"]["pass@k_gain_ge_5pts"] is True
+    md = (tmp_path / "results.md").read_text()
+    assert "| stare_o1 | 2 |" in md and "38.0 ± 2.8" in md and "+6.0" in md
+    assert json.loads((tmp_path / "results.json").read_text())["methods"][0]["method"] == "grpo"
+    assert results_markdown(results) == md
+
+
+def test_run_metrics_and_spread_edge_cases() -> None:
+    row = {"entropy_start": 0.0, "entropy_final": None, "eval:avg@4": 0.5}
+    m = run_metrics(row, [], 0.3, 0.25)
+    assert m["entropy_ratio"] is None and m["in_band_after_cross"] is None and m["avg@k"] == 0.5
+    assert run_metrics({}, [0.5, 0.6], 0.3, 0.25)["in_band_after_cross"] is None  # never below the target
+    assert spread([None, None]) is None
+    assert spread([0.5]) == {"mean": 0.5, "std": 0.0, "min": 0.5, "max": 0.5, "n": 1, "values": [0.5]}
+    grid = parse_grid({"methods": {"a": {"method": "vanilla"}}})
+    res = results_table({"a": [m]}, grid)
+    assert res["methods"][0]["vs_grpo"] is None and res["targets"] == {}
+
+
+def test_cell_state_and_resume_preparation(tmp_path: Path) -> None:
+    grid = parse_grid({"out": str(tmp_path), "methods": {"a": {"method": "vanilla"}}})
+    cell = Cell("a", 0, tmp_path / "runs" / "a" / "seed0")
+    assert cell_state(cell) == "fresh"
+    cell.run_dir.mkdir(parents=True)
+    (cell.run_dir / "metrics.jsonl").write_text('{"step": 1}\n')  # killed before its first checkpoint
+    cfg, resume = prepare_cell(grid, cell)
+    assert not resume and not (cell.run_dir / "metrics.jsonl").exists()  # restarted from scratch
+    assert yaml.safe_load(cfg.read_text()) == {"method": "vanilla", "seed": 0}
+    (cell.run_dir / "checkpoint-100").mkdir()
+    (cell.run_dir / "metrics.jsonl").write_text('{"step": 1}\n')
+    assert cell_state(cell) == "resume"
+    _, resume = prepare_cell(grid, cell)
+    assert resume and (cell.run_dir / "metrics.jsonl").exists()  # kept: stare train resumes from checkpoint-100
+    assert json.loads((cell.run_dir / "run_config.json").read_text())["method"] == "a"
+    (cell.run_dir / DONE_FILE).write_text("{}")
+    assert cell_state(cell) == "done"
+    with pytest.raises(ValueError, match="already finished"):
+        prepare_cell(grid, cell)
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small random model of the project's tiny architecture for countdown (no warm start needed)."""
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.model import build_tiny_model
+    from stare_rl.tasks.tokenizer import build_char_tokenizer
+
+    path = tmp_path_factory.mktemp("tiny_countdown")
+    tok = build_char_tokenizer(get_task("countdown").alphabet)
+    build_tiny_model(tok, hidden_size=32, num_layers=2, num_heads=2, seed=0).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.mark.slow
+def test_smoke_grid_end_to_end_then_resume_skips_finished(
+    tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("trl")
+    from stare_rl.commands import compare
+
+    data = _shipped()  # the shipped grid and its smoke section, on a random tiny model instead of the warm start
+    data["base"]["model"] = str(tiny_model_dir)
+    data["base"]["cache_dir"] = str(tmp_path / "cache")
+    data["target_entropy"] = 100.0  # gate always on for the STARE cell
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    out = tmp_path / "out"
+    assert compare.main(["--config", str(cfg), "--smoke", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "[1/2] done" in printed and "[2/2] done" in printed
+    for method in ("grpo", "stare_o1"):
+        run = out / "runs" / method / "seed0"
+        assert (run / DONE_FILE).is_file() and (run / "eval.json").is_file()
+        steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+        assert steps == [1, 2]
+    stare_cfg = yaml.safe_load((out / "runs" / "stare_o1" / "seed0" / "config.yaml").read_text())
+    assert stare_cfg["method"] == "stare" and stare_cfg["target_entropy"] == 100.0 and stare_cfg["max_steps"] == 2
+    gate = [json.loads(line).get("stare/gate_on") for line in
+            (out / "runs" / "stare_o1" / "seed0" / "metrics.jsonl").read_text().splitlines()]
+    assert gate == [1.0, 1.0]
+    results = json.loads((out / "results.json").read_text())
+    assert [m["method"] for m in results["methods"]] == ["grpo", "stare_o1"]
+    assert all(m["metrics"]["pass@k"] is not None and m["seeds"] == 1 for m in results["methods"])
+    assert (out / "report" / "report.html").is_file() and (out / "report" / "entropy.png").stat().st_size > 0
+    info = json.loads((out / "compare_run.json").read_text())
+    assert info["ran"] == 2 and info["versions"]["trl"]
+    marker = (out / "runs" / "grpo" / "seed0" / DONE_FILE).stat().st_mtime_ns
+    # re-run: both cells are finished -> nothing is trained again, the report and table are rebuilt
+    assert compare.main(["--config", str(cfg), "--smoke", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "2 finished" in printed and "start  " not in printed
+    assert (out / "runs" / "grpo" / "seed0" / DONE_FILE).stat().st_mtime_ns == marker
+    assert json.loads((out / "compare_run.json").read_text())["ran"] == 0
+
+
+def test_load_grid_reads_files(tmp_path: Path) -> None:
+    p = tmp_path / "g.yaml"
+    p.write_text("methods: {a: {method: vanilla}}\nseeds: [1, 2]\n")
+    assert load_grid(p).seeds == (1, 2)
+    p.write_text("methods: [unclosed\n")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        load_grid(p)
