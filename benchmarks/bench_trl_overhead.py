@@ -50,8 +50,10 @@ def _parts(model_dir: str | None) -> tuple[Any, Any, Any]:
 
 
 class _Timer:
+    """Wall-clock and process CPU time at the end of every optimizer step."""
+
     def __init__(self) -> None:
-        self.marks: list[float] = []
+        self.marks: list[tuple[float, float]] = []
 
     def callback(self) -> Any:
         from transformers import TrainerCallback
@@ -60,13 +62,13 @@ class _Timer:
 
         class Mark(TrainerCallback):
             def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
-                timer.marks.append(time.perf_counter())
+                timer.marks.append((time.perf_counter(), time.process_time()))
 
         return Mark()
 
 
-def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> float:
-    """Median seconds per optimizer step after ``warmup`` steps."""
+def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> tuple[float, float]:
+    """Median (wall, CPU) seconds per optimizer step after ``warmup`` steps."""
     from trl import GRPOConfig, GRPOTrainer
 
     from stare_rl.engines.trl import StareGRPOConfig, StareGRPOTrainer
@@ -95,7 +97,9 @@ def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> float
         trainer = StareGRPOTrainer(model=model, reward_funcs=reward, args=StareGRPOConfig(**common),
                                    train_dataset=ds, processing_class=tok, setup=setup, callbacks=[timer.callback()])
     trainer.train()
-    return statistics.median(b - a for a, b in zip(timer.marks[warmup:], timer.marks[warmup + 1 :], strict=False))
+    marks = timer.marks[warmup:]
+    pairs = list(zip(marks, marks[1:], strict=False))
+    return (statistics.median(b[0] - a[0] for a, b in pairs), statistics.median(b[1] - a[1] for a, b in pairs))
 
 
 def main() -> None:
@@ -110,16 +114,18 @@ def main() -> None:
 
     hf_logging.set_verbosity_error()
     kinds = ("plain", "vanilla", "stare")
-    best: dict[str, float] = {}
+    wall: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     for rep in range(args.repeats):
         for kind in kinds:
-            t = run_once(kind, args.steps, args.warmup, args.model)
-            best[kind] = min(best.get(kind, float("inf")), t)
-            print(f"repeat {rep + 1}: {kind:<8} {t:.4f} s/step", flush=True)
-    print(f"\ntorch threads {torch.get_num_threads()}, {args.steps} timed steps, 16 prompts x 8 samples")
+            w, c = run_once(kind, args.steps, args.warmup, args.model)
+            wall[kind], cpu[kind] = min(wall.get(kind, float("inf")), w), min(cpu.get(kind, float("inf")), c)
+            print(f"repeat {rep + 1}: {kind:<8} wall {w:.4f} s/step  cpu {c:.4f} s/step", flush=True)
+    print(f"\ntorch threads {torch.get_num_threads()}, {args.steps} timed steps, 16 prompts x 8 samples "
+          "(CPU time is the robust number on a shared machine)")
     for kind in kinds:
-        print(f"{kind:<8} {best[kind]:.4f} s/step   ratio to plain TRL: {best[kind] / best['plain']:.3f}")
-
+        print(f"{kind:<8} wall {wall[kind]:.4f} s/step (x{wall[kind] / wall['plain']:.3f})   "
+              f"cpu {cpu[kind]:.4f} s/step (x{cpu[kind] / cpu['plain']:.3f} of plain TRL)")
 
 if __name__ == "__main__":
     main()

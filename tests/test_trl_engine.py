@@ -141,9 +141,13 @@ def test_stare_weights_differ_from_one_exactly_when_gate_on(tmp_path: Path, targ
     assert trainer.controller_state()["gate"]["gate_on"] is gate_on
 
 
-def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path) -> None:
-    """One gate update per generation batch (2 optimizer steps each), fed with the token-mean entropy of the
-    policy as it was before the first update on that batch, over all valid tokens of the batch."""
+@pytest.mark.parametrize("spg", [1, 2])
+def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path, spg: int) -> None:
+    """One gate update per generation batch (``spg`` optimizer steps each), fed with the token-mean entropy of
+    the policy as it was before the first update on that batch, over all valid tokens of the batch.
+
+    spg = 1 measures it in the first training forward (no extra pass), spg = 2 in a separate no-grad pass.
+    """
     from transformers import TrainerCallback
 
     from stare_rl.engines.trl import _loss_mask
@@ -154,8 +158,8 @@ def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path) 
         def on_step_end(self, args, state, control, model=None, **kwargs):  # noqa: ANN001
             snapshots[state.global_step] = copy.deepcopy(model)
 
-    trainer = make_trainer(tmp_path, "stare", max_steps=4, per_device_train_batch_size=8, steps_per_generation=2,
-                           learning_rate=3e-2, callbacks=[Snapshot()])
+    trainer = make_trainer(tmp_path, "stare", max_steps=4, per_device_train_batch_size=16 // spg,
+                           steps_per_generation=spg, learning_rate=3e-2, callbacks=[Snapshot()])
     snapshots[0] = copy.deepcopy(trainer.model)
     seen: list[float] = []
     batches: list[dict[str, Any]] = []
@@ -163,23 +167,24 @@ def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path) 
     gate.update = lambda h: (seen.append(h), StareGate.update(gate, h))[1]  # type: ignore[method-assign]
     trainer._generate_and_score_completions = lambda inputs: (batches.append(generate(inputs)), batches[-1])[1]
     trainer.train()
-    assert len(seen) == 2 == len(batches)  # 4 optimizer steps, 2 generation batches
-    expected = []
-    for policy, batch in ((snapshots[0], batches[0]), (snapshots[2], batches[1])):
+    n_batches = 4 // spg
+    assert len(seen) == n_batches == len(batches)
+
+    def entropy(policy: Any, batch: dict[str, Any]) -> float:
         with torch.no_grad():
             _, ent = trainer._forward(policy, batch, compute_entropy=True)  # (B, T)
         mask = _loss_mask(batch)
-        expected.append(float((ent * mask).sum() / mask.sum()))
-    assert seen == pytest.approx(expected, abs=1e-6)
-    with torch.no_grad():
-        _, after = trainer._forward(snapshots[4], batches[1], compute_entropy=True)
-    mask = _loss_mask(batches[1])
-    assert abs(float((after * mask).sum() / mask.sum()) - seen[1]) > 1e-4  # the updates did move the entropy
+        return float((ent * mask).sum() / mask.sum())
+
+    expected = [entropy(snapshots[i * spg], batches[i]) for i in range(n_batches)]
+    assert seen == pytest.approx(expected, abs=1e-5)
+    assert abs(entropy(snapshots[4], batches[-1]) - seen[-1]) > 1e-4  # the updates did move the entropy
 
 
-def test_global_scope_thresholds_reach_the_loss(tmp_path: Path) -> None:
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_global_scope_thresholds_reach_the_loss(tmp_path: Path, accumulation: int) -> None:
     trainer = make_trainer(tmp_path, "stare", {"selection_scope": "global", "target_entropy": 100.0},
-                           per_device_train_batch_size=8, gradient_accumulation_steps=2)
+                           per_device_train_batch_size=16 // accumulation, gradient_accumulation_steps=accumulation)
     trainer.train()
     assert trainer._ctx.surprisal_threshold_pos is not None and trainer._ctx.gate_on is True
     assert all(math.isfinite(r["loss"]) for r in step_logs(trainer))

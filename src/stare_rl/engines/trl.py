@@ -146,7 +146,7 @@ class StareGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, setup: LossSetup, metrics_path: str | os.PathLike | None = None, **kwargs: Any):
         self.setup = setup
         self._controllers = _make_controllers(setup)
-        self._ctx = LossContext()
+        self._ctx: LossContext | None = LossContext()  # None: to be measured by the next training forward
         self._rewards: torch.Tensor | None = None
         super().__init__(*args, **kwargs)
         check_superseded(self.args)
@@ -194,21 +194,34 @@ class StareGRPOTrainer(GRPOTrainer):
         return counts * scale / self.accelerator.num_processes
 
     @torch.no_grad()
-    def _update_controllers(self, out: dict[str, Any], mask: torch.Tensor) -> LossContext:
-        """STARE §4.3: entropy of the current policy on this generation batch -> controllers -> frozen context."""
-        scope_global = self.setup.selection_scope == "global"
-        if not self._controllers and not scope_global:
+    def _update_controllers(self, out: dict[str, Any], mask: torch.Tensor) -> LossContext | None:
+        """STARE §4.3: entropy of the current policy on this generation batch -> controllers -> frozen context.
+
+        With ``steps_per_generation == 1`` the first training micro-batch *is* this rank's whole generation
+        batch and its forward runs before any update on it, so the measurement is deferred to that forward
+        (``None`` returned) instead of paying for an extra pass; otherwise one no-grad pass measures it here.
+        """
+        if not self._controllers and self.setup.selection_scope != "global":
             return LossContext()
+        if self.args.steps_per_generation == 1:
+            return None  # measured by the first _compute_loss on this batch
         logps, entropies = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
         adv = out["advantages"].unsqueeze(1).expand_as(logps) * mask  # (B, T)
         batch = TokenBatch(logps.float(), logps.float(), adv.float(), mask, entropies.float())
-        h = self._token_mean(entropies.float(), mask)  # all valid tokens of the generation batch, all ranks
+        all_mask = _loss_mask({**out, "stare_keep": torch.ones_like(out["stare_keep"])})
+        return self._apply_controllers(batch, all_mask)
+
+    @torch.no_grad()
+    def _apply_controllers(self, batch: TokenBatch, all_mask: torch.Tensor) -> LossContext:
+        """Controllers <- token-mean entropy of ``batch`` (all ranks); global stats; the frozen context."""
+        h = self._token_mean(batch.entropy.detach(), batch.mask_f)  # all valid tokens, all ranks
         if h is None:  # DAPO dropped every group: measure the state of the policy on all completions
-            h = self._token_mean(entropies.float(), _loss_mask({**out, "stare_keep": torch.ones_like(out["stare_keep"])}))
+            h = self._token_mean(batch.entropy.detach(), all_mask.to(batch.entropy.dtype))
         metrics = {"stare/batch_entropy": h}
         for ctrl in self._controllers.values():
             ctrl.update(h)
             metrics.update({f"stare/{k}": float(v) for k, v in ctrl.context_fields().items()})
+        scope_global = self.setup.selection_scope == "global"
         stats = global_stats(self.setup.method, batch, self.setup.method_config) if scope_global else {}
         for key, value in metrics.items():
             self._metrics["train"][key].append(float(value))
@@ -248,6 +261,10 @@ class StareGRPOTrainer(GRPOTrainer):
         old = logps.detach() if old is None else old  # on-policy: TRL skips the old forward
         adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
         batch = TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype))
+        if self._ctx is None:  # first forward on a fresh generation batch (steps_per_generation == 1)
+            detached = TokenBatch(logps.detach(), old.to(logps.dtype), adv, batch.mask, entropies.detach())
+            all_mask = _loss_mask({**inputs, "stare_keep": torch.ones_like(inputs["stare_keep"])})
+            self._ctx = self._apply_controllers(detached, all_mask)
         ctx = dataclasses.replace(self._ctx, generator=self._generator())
         out = compute_loss(self.setup.method, batch, self.setup.method_config, self.setup.surrogate, ctx)
         policy_token_loss = out.token_loss
@@ -343,7 +360,7 @@ def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
 def _make_controllers(setup: LossSetup) -> dict[str, Any]:
     """The controllers a set-up needs, by name (the names key their saved state)."""
     ctrls: dict[str, Any] = {}
-    if setup.method == "stare":
+    if setup.method in ("stare", "stare_sensitivity"):  # stare_sensitivity: this project's extension
         ctrls["gate"] = StareGate(setup.method_config.target_entropy)
         if setup.adaptive_weights is not None:
             ctrls["schedule"] = StareWeightSchedule.from_config(setup.method_config, **setup.adaptive_weights)
