@@ -108,7 +108,7 @@ def render_figure(fig_spec: Figure, runs: list[Run], out_dir: Path, band_rel: fl
     colors = plt.get_cmap("tab10").colors
     ncols = min(3, len(panels))
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols, 3.3 * nrows + 0.4), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(4.4 * ncols, 5.5), 3.3 * nrows + 0.4), squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     for ax, (panel, key) in zip(axes.flat, panels, strict=False):
@@ -129,10 +129,15 @@ def render_figure(fig_spec: Figure, runs: list[Run], out_dir: Path, band_rel: fl
         if panel.ylim is not None:
             ax.set_ylim(*panel.ylim)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7, loc="best")
+    handles: dict[str, object] = {}
+    for ax in axes.flat:  # one legend for the figure: every method that appears in any panel
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
     fig.suptitle(fig_spec.title, fontsize=11)
     fig.tight_layout()
+    fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=max(1, min(len(handles), ncols + 1)), fontsize=8, frameon=False)
     path = out_dir / f"{fig_spec.name}.png"
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # "tight" takes in the legend below the panels
     plt.close(fig)
     return path

@@ -36,6 +36,12 @@ def _values(run: Run, key: str | None) -> np.ndarray:
     return np.array([v for _, v in run.series.get(key, [])]) if key else np.zeros(0)
 
 
+def shared_target(runs: list[Run]) -> float | None:
+    """The target entropy when the runs that set one all agree (baselines are scored against it), else None."""
+    targets = {r.target_entropy for r in runs if r.target_entropy is not None}
+    return targets.pop() if len(targets) == 1 else None
+
+
 def run_summary(run: Run, runs: list[Run], band_rel: float) -> dict[str, float | int | str | None]:
     """Final numbers of one run (``None`` where the run did not log the metric)."""
     ent = _values(run, pick_key(runs, ENTROPY_KEYS))
@@ -51,7 +57,8 @@ def run_summary(run: Run, runs: list[Run], band_rel: float) -> dict[str, float |
         "length_final": float(length[-FINAL_WINDOW:].mean()) if length.size else None,
         "in_band_frac": None,
     }
-    t = run.target_entropy
+    t = run.target_entropy if run.target_entropy is not None else shared_target(runs)
+    row["target_entropy"] = t
     if t is not None and ent.size:
         row["in_band_frac"] = float((np.abs(ent - t) <= band_rel * t).mean())
     row.update({f"eval:{k}": v for k, v in sorted(run.eval.items()) if _table_eval_key(k)})
