@@ -47,6 +47,7 @@ BAD_INPUTS = [
     (["--config", "{tmp}/typo.yaml"], "unknown field 'lerning_rate'"),
     (["--dataset", "{tmp}/missing.parquet"], "dataset='{tmp}/missing.parquet': no such file"),
     (["--model", "./no/such/model"], "no such directory"),
+    (["--model", "{tmp}"], "cannot be loaded offline"),
     (["--per_device_train_batch_size", "10", "--num_generations", "4"], "divisible by num_generations (4)"),
     (["--epsilon", "0.3"], "epsilon=0.3 is TRL's own loss setting"),
     (["--reweight_w", "0.5"], "reweight_w=0.5 must be >= 1"),

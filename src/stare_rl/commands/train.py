@@ -171,6 +171,8 @@ class Prepared:
     eval_rows: list[dict[str, Any]]
     reward_fn: Any
     resume: str | None
+    model: Any = None  # loaded policy (None for "tiny": built by the warm start in execute)
+    tokenizer: Any = None
 
 
 def _rows(spec: str, what: str) -> list[dict[str, Any]]:
@@ -213,7 +215,24 @@ def prepare(plan: Plan) -> Prepared:
         resume = str(last)
     elif resume is not None and not Path(resume).is_dir():
         raise ValueError(f"resume_from_checkpoint={resume!r}: no such checkpoint directory")
-    return Prepared(plan, task, train_rows, eval_rows, reward_fn, resume)
+    model = tokenizer = None
+    if ta.model != "tiny":
+        model, tokenizer = _load_model(ta.model, grpo.model_init_kwargs)
+    return Prepared(plan, task, train_rows, eval_rows, reward_fn, resume, model, tokenizer)
+
+
+def _load_model(path: str, init_kwargs: dict[str, Any] | None) -> tuple[Any, Any]:
+    """Policy and tokenizer from a local dir or the local HF cache; a clear ValueError if that fails."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, **(init_kwargs or {}))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"model={path!r} cannot be loaded offline: {err}") from err
+    if tokenizer.pad_token is None:  # GRPO pads completions
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
 
 
 def _write_config(path: Path, explicit: dict[str, Any]) -> None:
@@ -226,7 +245,6 @@ def _write_config(path: Path, explicit: dict[str, Any]) -> None:
 
 def execute(prep: Prepared) -> Path:
     """Warm start (cached) -> GRPO with the method -> save -> held-out evaluation. Returns the run dir."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     from stare_rl.engines.trl import StareGRPOTrainer, make_reward_func
@@ -236,14 +254,13 @@ def execute(prep: Prepared) -> Path:
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
     layout = RunLayout(Path(grpo.output_dir))
     _write_config(layout.config, {**plan.explicit, "output_dir": grpo.output_dir})
-    model_path = ta.model
+    model, tokenizer = prep.model, prep.tokenizer
     if ta.model == "tiny":
         from stare_rl.tasks.warmstart import warm_start
 
         print(f"warm start: tiny model on {ta.task} (cached in {ta.cache_dir})", flush=True)
-        model_path = str(warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=0))
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
-    model = AutoModelForCausalLM.from_pretrained(model_path, **(grpo.model_init_kwargs or {}))
+        path = warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=0)
+        model, tokenizer = _load_model(str(path), grpo.model_init_kwargs)
     from datasets import Dataset
 
     trainer = StareGRPOTrainer(
