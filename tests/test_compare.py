@@ -224,14 +224,16 @@ def test_smoke_grid_end_to_end_then_resume_skips_finished(
     assert all(m["metrics"]["pass@k"] is not None and m["seeds"] == 1 for m in results["methods"])
     assert (out / "report" / "report.html").is_file() and (out / "report" / "entropy.png").stat().st_size > 0
     info = json.loads((out / "compare_run.json").read_text())
-    assert info["ran"] == 2 and info["versions"]["trl"]
+    assert info["invocations"][0]["ran"] == ["grpo/seed0", "stare_o1/seed0"] and info["versions"]["trl"]
     marker = (out / "runs" / "grpo" / "seed0" / DONE_FILE).stat().st_mtime_ns
     # re-run: both cells are finished -> nothing is trained again, the report and table are rebuilt
     assert compare.main(["--config", str(cfg), "--smoke", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "2 finished" in printed and "start  " not in printed
     assert (out / "runs" / "grpo" / "seed0" / DONE_FILE).stat().st_mtime_ns == marker
-    assert json.loads((out / "compare_run.json").read_text())["ran"] == 0
+    info = json.loads((out / "compare_run.json").read_text())
+    assert len(info["invocations"]) == 2 and info["invocations"][1]["ran"] == []
+    assert info["scored"] == ["grpo/seed0", "stare_o1/seed0"]
 
 
 def test_load_grid_reads_files(tmp_path: Path) -> None:

@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", type=int, default=None, help="cells at once (default: the grid's, 2)")
     p.add_argument("--smoke", action="store_true", help="apply the grid's smoke section (tiny budget)")
     p.add_argument("--dry-run", action="store_true", help="validate and list the cells, run nothing")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: report and tabulate the finished cells of the grid")
     return p
 
 
@@ -171,8 +173,8 @@ def summarise(grid: Grid, cells: list[Cell]) -> tuple[Path | None, dict[str, Any
     from stare_rl.analysis.report import build_report
     from stare_rl.analysis.runs import read_run
 
-    with_metrics = [c for c in cells if (c.run_dir / "metrics.jsonl").is_file()]
-    if not with_metrics:
+    with_metrics = [c for c in cells if cell_state(c) == "done" and (c.run_dir / "metrics.jsonl").is_file()]
+    if not with_metrics:  # only finished cells are scored: a half-run cell would distort the table
         return None, None
     page = build_report([c.run_dir for c in with_metrics], grid.out / "report", band_rel=grid.band)
     summary = json.loads((page.parent / "summary.json").read_text())
@@ -206,6 +208,22 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _record_invocation(grid: Grid, cells: list[Cell], argv: list[str], config: str, ran: list[Cell],
+                       failed: list[Cell], wall_s: float) -> None:
+    """Append this invocation (command, cells run, wall time, versions) to ``compare_run.json`` in ``grid.out``."""
+    path = grid.out / RUN_INFO
+    history = json.loads(path.read_text()).get("invocations", []) if path.is_file() else []
+    scored = [c.name for c in cells if cell_state(c) == "done"]
+    history.append({"command": "stare compare " + shlex.join(argv), "config": str(Path(config).resolve()),
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - wall_s)),
+                    "wall_s": round(wall_s, 1), "ran": [c.name for c in ran], "failed": [c.name for c in failed],
+                    "parallel": grid.parallel, "cpu_count": os.cpu_count()})
+    info = {"cells": len(cells), "scored": scored, "not_scored": [c.name for c in cells if c.name not in scored],
+            "wall_s_total": round(sum(h["wall_s"] for h in history), 1), "versions": _versions(),
+            "invocations": history}
+    path.write_text(json.dumps(info, indent=2))
+
+
 def main(argv: list[str]) -> int:
     """Entry point of ``stare compare``; returns the exit status (2 = bad input, 1 = a cell failed)."""
     args = _parser().parse_args(argv)
@@ -230,14 +248,12 @@ def main(argv: list[str]) -> int:
         return 0
     grid.out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    _warm_starts(plans)
+    if not args.report_only:
+        _warm_starts(plans)
+    todo = [] if args.report_only else todo
     failed = run_cells(grid, todo)
     page, results = summarise(grid, cells)
-    info = {"command": "stare compare " + shlex.join(argv), "config": str(Path(args.config).resolve()),
-            "cells": len(cells), "ran": len(todo), "failed": [c.name for c in failed],
-            "wall_s_this_invocation": round(time.time() - t0, 1), "parallel": grid.parallel,
-            "cpu_count": os.cpu_count(), "versions": _versions()}
-    (grid.out / RUN_INFO).write_text(json.dumps(info, indent=2))
+    _record_invocation(grid, cells, argv, args.config, todo, failed, time.time() - t0)
     if results is not None:
         print((grid.out / RESULTS_MD).read_text())
         print(f"report: {page}\nresults: {grid.out / RESULTS_MD}, {grid.out / RESULTS_JSON}")
