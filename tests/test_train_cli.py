@@ -57,6 +57,7 @@ BAD_INPUTS = [
     (["--resume_from_checkpoint", "{tmp}/nope"], "no such checkpoint directory"),
     (["--resume_from_checkpoint", "last"], "no checkpoint-* in output_dir"),
     (["--task", "sudoku"], "task='sudoku' is not known"),
+    (["--torch_threads", "0"], "torch_threads=0 must be >= 1"),
 ]
 
 

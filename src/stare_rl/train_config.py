@@ -59,6 +59,13 @@ class ModelTaskArgs:
     cache_dir: str = field(
         default="~/.cache/stare-rl", metadata={"help": "Where the warm-started tiny models are cached."}
     )
+    torch_threads: int | None = field(
+        default=None,
+        metadata={
+            "help": "CPU threads for torch during GRPO and evaluation (default: torch's choice). The tiny model's "
+            "ops are too small to gain from more than 1, and on a busy machine extra threads stall badly."
+        },
+    )
     reward_timeout_s: float = field(
         default=10.0, metadata={"help": "A reward call running longer scores 0 (counted in reward/errors)."}
     )
@@ -66,6 +73,8 @@ class ModelTaskArgs:
     def __post_init__(self) -> None:
         if self.reward not in REWARDS:
             raise ValueError(f"reward={self.reward!r} is not one of {list(REWARDS)}")
+        if self.torch_threads is not None and int(self.torch_threads) < 1:
+            raise ValueError(f"torch_threads={self.torch_threads} must be >= 1 (or null for torch's default)")
         for name in ("train_size", "eval_size", "eval_k"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")

@@ -245,10 +245,10 @@ def _write_config(path: Path, explicit: dict[str, Any]) -> None:
 
 def execute(prep: Prepared) -> Path:
     """Warm start (cached) -> GRPO with the method -> save -> held-out evaluation. Returns the run dir."""
+    import torch
     from transformers.utils import logging as hf_logging
 
-    from stare_rl.engines.trl import StareGRPOTrainer, make_reward_func
-    from stare_rl.runlog import RunLayout, write_json_atomic
+    from stare_rl.runlog import RunLayout
 
     hf_logging.set_verbosity_warning()
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
@@ -261,8 +261,23 @@ def execute(prep: Prepared) -> Path:
         print(f"warm start: tiny model on {ta.task} (cached in {ta.cache_dir})", flush=True)
         path = warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=0)
         model, tokenizer = _load_model(str(path), grpo.model_init_kwargs)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(ta.torch_threads or threads)
+    try:
+        _train_and_evaluate(prep, model, tokenizer, layout)
+    finally:
+        torch.set_num_threads(threads)
+    return layout.root
+
+
+def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any) -> None:
+    """GRPO with the method, save the final model, evaluate it on the held-out rows."""
     from datasets import Dataset
 
+    from stare_rl.engines.trl import StareGRPOTrainer, make_reward_func
+    from stare_rl.runlog import write_json_atomic
+
+    plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
     trainer = StareGRPOTrainer(
         model=model,
         reward_funcs=make_reward_func(prep.reward_fn, ta.reward_timeout_s),
@@ -288,4 +303,3 @@ def execute(prep: Prepared) -> Path:
         write_json_atomic(layout.eval, result)
         shown = {k: v for k, v in result.items() if isinstance(v, int | float)}
         print("held-out evaluation: " + json.dumps(shown))
-    return layout.root
