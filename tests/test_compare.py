@@ -220,8 +220,11 @@ def test_smoke_grid_end_to_end_then_resume_skips_finished(
             (out / "runs" / "stare_o1" / "seed0" / "metrics.jsonl").read_text().splitlines()]
     assert gate == [1.0, 1.0]
     results = json.loads((out / "results.json").read_text())
-    assert [m["method"] for m in results["methods"]] == ["grpo", "stare_o1"]
+    assert [m["method"] for m in results["methods"]] == ["warm_start", "grpo", "stare_o1"]  # reference row first
     assert all(m["metrics"]["pass@k"] is not None and m["seeds"] == 1 for m in results["methods"])
+    ref = json.loads((out / "reference" / "warm_start" / "seed0" / "eval.json").read_text())
+    assert ref["n"] == 8 and ref["k"] == 2 and ref["model"] == str(tiny_model_dir)
+    assert results["methods"][0]["metrics"]["entropy_final"] is None  # no training metrics for the reference
     assert (out / "report" / "report.html").is_file() and (out / "report" / "entropy.png").stat().st_size > 0
     info = json.loads((out / "compare_run.json").read_text())
     assert info["invocations"][0]["ran"] == ["grpo/seed0", "stare_o1/seed0"] and info["versions"]["trl"]

@@ -167,7 +167,48 @@ def run_cells(grid: Grid, cells: list[Cell]) -> list[Cell]:
     return failed
 
 
-def summarise(grid: Grid, cells: list[Cell]) -> tuple[Path | None, dict[str, Any] | None]:
+REFERENCE = "warm_start"  # the starting model, evaluated like every cell's final model (no RL)
+
+
+def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
+    """Evaluate the shared starting model on each seed's held-out prompts, exactly as ``stare train`` evaluates.
+
+    Uses the first method's plan (the grid gives every method the same model, task and evaluation); the result
+    per seed is cached in ``<out>/reference/warm_start/seed<N>/eval.json``.
+    """
+    import dataclasses
+
+    from stare_rl.commands.train import prepare
+
+    plan0 = plans[next(iter(grid.methods))]
+    out: dict[int, Path] = {}
+    for seed in grid.seeds:
+        path = grid.out / "reference" / REFERENCE / f"seed{seed}" / "eval.json"
+        out[seed] = path
+        if path.is_file() or not plan0.task_args.final_eval:
+            continue
+        plan = dataclasses.replace(plan0, grpo=dataclasses.replace(plan0.grpo, seed=seed))
+        prep = prepare(plan)
+        ta, grpo = plan.task_args, plan.grpo
+        model_path = ta.model
+        if ta.model == "tiny":
+            from stare_rl.tasks.warmstart import warm_start
+
+            model_path = str(warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=0))
+        from stare_rl.evaluation import evaluate
+        from stare_rl.runlog import write_json_atomic
+
+        result = evaluate(model_path, None, prep.eval_rows, prep.reward_fn, k=ta.eval_k, temperature=grpo.temperature,
+                          top_p=grpo.top_p, max_new_tokens=grpo.max_completion_length, seed=seed, progress=False)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, {"model": model_path, **result})
+        print(f"reference: starting model on seed {seed}'s held-out prompts: avg@{ta.eval_k} "
+              f"{result[f'avg@{ta.eval_k}']:.3f}, pass@{ta.eval_k} {result[f'pass@{ta.eval_k}']:.3f}", flush=True)
+    return out
+
+
+def summarise(grid: Grid, cells: list[Cell],
+              references: dict[int, Path] | None = None) -> tuple[Path | None, dict[str, Any] | None]:
     """``stare report`` of every cell with metrics, then the results table (markdown + JSON) in ``grid.out``."""
     from stare_rl.analysis.plots import ENTROPY_KEYS, pick_key
     from stare_rl.analysis.report import build_report
@@ -190,6 +231,10 @@ def summarise(grid: Grid, cells: list[Cell]) -> tuple[Path | None, dict[str, Any
         entropy = [v for _, v in run.series.get(key, [])] if key else []
         per_run.setdefault(cell.method, []).append(
             run_metrics(rows[(cell.method, cell.seed)], entropy, grid.target_entropy, grid.band, wall))
+    refs = [json.loads(p.read_text()) for p in (references or {}).values() if p.is_file()]
+    if refs:  # the starting model's held-out numbers, first row (no training metrics)
+        ref_rows = [run_metrics({f"eval:{k}": v for k, v in r.items()}, [], None, grid.band) for r in refs]
+        per_run = {REFERENCE: ref_rows, **per_run}
     results = results_table(per_run, grid)
     (grid.out / RESULTS_JSON).write_text(json.dumps(results, indent=2))
     (grid.out / RESULTS_MD).write_text(results_markdown(results))
@@ -252,7 +297,8 @@ def main(argv: list[str]) -> int:
         _warm_starts(plans)
     todo = [] if args.report_only else todo
     failed = run_cells(grid, todo)
-    page, results = summarise(grid, cells)
+    references = reference_evals(grid, plans)
+    page, results = summarise(grid, cells, references)
     _record_invocation(grid, cells, argv, args.config, todo, failed, time.time() - t0)
     if results is not None:
         print((grid.out / RESULTS_MD).read_text())
