@@ -176,6 +176,7 @@ def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
     Uses the first method's plan (the grid gives every method the same model, task and evaluation); the result
     per seed is cached in ``<out>/reference/warm_start/seed<N>/eval.json``.
     """
+    import copy
     import dataclasses
 
     from stare_rl.commands.train import prepare
@@ -187,7 +188,9 @@ def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
         out[seed] = path
         if path.is_file() or not plan0.task_args.final_eval:
             continue
-        plan = dataclasses.replace(plan0, grpo=dataclasses.replace(plan0.grpo, seed=seed))
+        grpo = copy.copy(plan0.grpo)  # GRPOConfig: set the seed without re-running its __post_init__
+        grpo.seed = seed
+        plan = dataclasses.replace(plan0, grpo=grpo)
         prep = prepare(plan)
         ta, grpo = plan.task_args, plan.grpo
         model_path = ta.model
