@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -131,6 +132,7 @@ def run_cells(grid: Grid, cells: list[Cell]) -> list[Cell]:
     """Run the cells ``grid.parallel`` at a time; print a line per finished cell. Returns the failed ones."""
     pending = list(cells)
     running: list[tuple[Cell, subprocess.Popen, Any, bool, float]] = []
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops the cells like Ctrl-C
     failed: list[Cell] = []
     total, finished = len(cells), 0
     try:
@@ -164,7 +166,13 @@ def run_cells(grid: Grid, cells: list[Cell]) -> list[Cell]:
             log.close()
             print(f"interrupted {cell.name}: re-run the same command to resume", flush=True)
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return failed
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 REFERENCE = "warm_start"  # the starting model, evaluated like every cell's final model (no RL)
