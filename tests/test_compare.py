@@ -13,6 +13,7 @@ from stare_rl.compare import (
     DONE_FILE,
     Cell,
     cell_state,
+    diagnostic_means,
     load_grid,
     parse_grid,
     prepare_cell,
@@ -151,6 +152,8 @@ def test_run_metrics_and_spread_edge_cases() -> None:
     assert m["entropy_ratio"] is None and m["in_band_after_cross"] is None and m["avg@k"] == 0.5
     assert run_metrics({}, [0.5, 0.6], 0.3, 0.25)["in_band_after_cross"] is None  # never below the target
     assert spread([None, None]) is None
+    means = diagnostic_means({"stare/gate_on": [(1, 1.0), (2, 0.0), (3, 1.0)]})
+    assert means["stare/gate_on"] == pytest.approx(2 / 3) and means["stare/l_plus_frac"] is None
     assert spread([0.5]) == {"mean": 0.5, "std": 0.0, "min": 0.5, "max": 0.5, "n": 1, "values": [0.5]}
     grid = parse_grid({"methods": {"a": {"method": "vanilla"}}})
     res = results_table({"a": [m]}, grid)

@@ -248,6 +248,28 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+# Quadrant diagnostics (mean over the logged steps): why a method moves the entropy the way it does.
+DIAGNOSTICS: tuple[tuple[str, str], ...] = (
+    ("quadrant/pos_high_frac", "A>0, s>H tokens"),
+    ("quadrant/neg_high_frac", "A<0, s>H tokens"),
+    ("stare/l_plus_frac", "L+ tokens"),
+    ("stare/l_minus_frac", "L- tokens"),
+    ("quadrant/l_plus_share", "L+ share of abs. pred. dH"),
+    ("quadrant/l_minus_share", "L- share of abs. pred. dH"),
+    ("stare/gate_on", "gate on"),
+    ("stare/mean_weight", "mean token weight"),
+)
+
+
+def diagnostic_means(series: Mapping[str, Sequence[tuple[int, float]]]) -> dict[str, float | None]:
+    """Mean over logged steps of each :data:`DIAGNOSTICS` metric (``None`` when the run did not log it)."""
+    out: dict[str, float | None] = {}
+    for key, _ in DIAGNOSTICS:
+        vals = [v for _, v in series.get(key, [])]
+        out[key] = sum(vals) / len(vals) if vals else None
+    return out
+
+
 def run_metrics(summary_row: Mapping[str, Any], entropy: Sequence[float], target: float | None, band: float,
                 wall_s: float | None = None) -> dict[str, float | None]:
     """One run's table values from its ``stare report`` summary row and its per-step entropy series.
@@ -301,7 +323,7 @@ def results_table(per_run: Mapping[str, Sequence[Mapping[str, float | None]]], g
     """
     methods = []
     for name, rows in per_run.items():
-        stats = {key: spread([r.get(key) for r in rows]) for key, _ in COLUMNS}
+        stats = {key: spread([r.get(key) for r in rows]) for key, _ in (*COLUMNS, *DIAGNOSTICS)}
         methods.append({"method": name, "description": grid.descriptions.get(name, ""),
                         "train_method": grid.cell_config(name).get("method") if name in grid.methods else None,
                         "seeds": len(rows), "metrics": stats})
@@ -367,6 +389,13 @@ def results_markdown(results: Mapping[str, Any]) -> str:
     for m in results["methods"]:
         cells = [_cell(m["metrics"].get(k), k in _PCT, _DIGITS.get(k)) for k, _ in COLUMNS]
         lines.append(f"| {m['method']} | {m['seeds']} | " + " | ".join(cells) + " |")
+    diag = [m for m in results["methods"] if any(m["metrics"].get(k) for k, _ in DIAGNOSTICS)]
+    if diag:
+        lines += ["", "Token diagnostics, mean over steps (fractions of valid tokens; shares of the summed "
+                  "absolute predicted entropy change):", "",
+                  "| method | " + " | ".join(h for _, h in DIAGNOSTICS) + " |", "|---|" + "---:|" * len(DIAGNOSTICS)]
+        for m in diag:
+            lines.append(f"| {m['method']} | " + " | ".join(_cell(m["metrics"].get(k)) for k, _ in DIAGNOSTICS) + " |")
     base = results["baseline"]
     deltas = [m for m in results["methods"] if m.get("vs_" + base)]
     if deltas:

@@ -31,6 +31,7 @@ from stare_rl.compare import (
     Cell,
     Grid,
     cell_state,
+    diagnostic_means,
     load_grid,
     mark_done,
     prepare_cell,
@@ -240,8 +241,8 @@ def summarise(grid: Grid, cells: list[Cell],
         done = cell.run_dir / "compare_done.json"
         wall = json.loads(done.read_text()).get("wall_s") if done.is_file() else None
         entropy = [v for _, v in run.series.get(key, [])] if key else []
-        per_run.setdefault(cell.method, []).append(
-            run_metrics(rows[(cell.method, cell.seed)], entropy, grid.target_entropy, grid.band, wall))
+        values = run_metrics(rows[(cell.method, cell.seed)], entropy, grid.target_entropy, grid.band, wall)
+        per_run.setdefault(cell.method, []).append({**values, **diagnostic_means(run.series)})
     refs = [json.loads(p.read_text()) for p in (references or {}).values() if p.is_file()]
     if refs:  # the starting model's held-out numbers, first row (no training metrics)
         ref_rows = [run_metrics({f"eval:{k}": v for k, v in r.items()}, [], None, grid.band) for r in refs]
