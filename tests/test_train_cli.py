@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -105,3 +106,37 @@ def test_train_end_to_end_then_eval_and_rerun_from_saved_config(
                        "--final_eval", "false"]) == 0
     assert [r["step"] for r in read_metrics(run2)] == [1]
     assert not (run2 / "eval.json").exists()
+
+
+def test_warmstart_fields_are_validated_before_compute(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, message in ((["--warmstart_stop_avg_at_k", "1.5"], "warmstart_stop_avg_at_k=1.5 must be in [0, 1]"),
+                          (["--warmstart_max_steps", "0"], "warmstart_max_steps=0 must be a positive integer"),
+                          (["--warmstart_seed", "-1"], "warmstart_seed=-1 must be an integer >= 0")):
+        cache = tmp_path / "cache"
+        assert train.main([*argv, "--cache_dir", str(cache), "--output_dir", str(tmp_path / "run")]) == 2
+        assert message in capsys.readouterr().err
+        assert not cache.exists()
+
+
+@pytest.mark.slow
+def test_warmstart_fields_reach_the_warm_start_and_grpo_seeds_share_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.warmstart import WarmStartConfig, cache_key
+
+    cache = tmp_path / "cache"
+    common = ["--cache_dir", str(cache), "--warmstart_max_steps", "1", "--warmstart_stop_avg_at_k", "0.9",
+              "--warmstart_stop_greedy_acc", "1.0", "--warmstart_learning_rate", "0.002", "--max_steps", "1",
+              "--per_device_train_batch_size", "8", "--num_generations", "4", "--train_size", "16",
+              "--final_eval", "false", "--disable_tqdm", "true"]
+    for seed in (0, 1):  # two GRPO seeds: one warm start (warmstart_seed defaults to 0)
+        assert train.main([*common, "--seed", str(seed), "--output_dir", str(tmp_path / f"run{seed}")]) == 0
+        assert [r["step"] for r in read_metrics(tmp_path / f"run{seed}")] == [1]
+    capsys.readouterr()
+    expected = WarmStartConfig(max_steps=1, stop_avg_at_k=0.9, stop_greedy_acc=1.0, learning_rate=0.002)
+    cached = sorted(p.name for p in cache.iterdir())
+    assert cached == [f"arithmetic-{cache_key(get_task('arithmetic'), expected, 0)}"]
+    info = json.loads((cache / cached[0] / "warmstart.json").read_text())
+    assert info["seed"] == 0 and info["steps"] == 1 and info["config"] == dataclasses.asdict(expected)
+    assert "warmstart_seed: 0" in (tmp_path / "run1" / "config.yaml").read_text()

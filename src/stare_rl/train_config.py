@@ -88,6 +88,54 @@ class ModelTaskArgs:
             raise ValueError(f"model={self.model!r}: no such directory")
 
 
+@dataclass(frozen=True)
+class WarmStartArgs:
+    """Settings of the supervised warm start of ``model: tiny`` (:mod:`stare_rl.tasks.warmstart`).
+
+    ``None`` means :class:`~stare_rl.tasks.warmstart.WarmStartConfig`'s own default. Every setting is part of
+    the warm start's cache key, so runs with the same settings share one cached model.
+    """
+
+    warmstart_seed: int = field(
+        default=0,
+        metadata={"help": "Seed of the warm start (model init, SFT data order), separate from the GRPO `seed` so "
+                  "runs with different seeds share one cached warm start."},
+    )
+    warmstart_stop_avg_at_k: float | None = field(
+        default=None,
+        metadata={"help": "Stop the SFT warm start once sampled avg@k (temperature 1) on held-out train prompts "
+                  "reaches this (default: WarmStartConfig's). Higher = a stronger, lower-entropy start for RL."},
+    )
+    warmstart_stop_greedy_acc: float | None = field(
+        default=None,
+        metadata={"help": "Stop the SFT warm start once greedy accuracy on held-out train prompts reaches this "
+                  "(default: WarmStartConfig's; 1.0 = stop on avg@k only)."},
+    )
+    warmstart_max_steps: int | None = field(
+        default=None, metadata={"help": "Cap on SFT warm-start steps if no stop metric is met (default: WarmStartConfig's)."}
+    )
+    warmstart_learning_rate: float | None = field(
+        default=None, metadata={"help": "SFT learning rate of the warm start (default: WarmStartConfig's)."}
+    )
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.warmstart_seed, int) or isinstance(self.warmstart_seed, bool) or self.warmstart_seed < 0:
+            raise ValueError(f"warmstart_seed={self.warmstart_seed!r} must be an integer >= 0")
+        self.warmstart_config()  # validates the rest
+
+    def warmstart_config(self) -> Any:
+        """The :class:`~stare_rl.tasks.warmstart.WarmStartConfig` these settings describe."""
+        from stare_rl.tasks.warmstart import WarmStartConfig
+
+        given = {name: getattr(self, "warmstart_" + name)
+                 for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate")
+                 if getattr(self, "warmstart_" + name) is not None}
+        try:
+            return WarmStartConfig(**given)
+        except (TypeError, ValueError) as err:  # name the command-line field, not WarmStartConfig's
+            raise ValueError(f"warmstart_{err}") from err
+
+
 def _looks_like_path(s: str) -> bool:
     return s.startswith((".", "/", "~")) or s.count("/") > 1
 

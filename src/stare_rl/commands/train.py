@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stare_rl.train_config import ModelTaskArgs, load_yaml_config
+from stare_rl.train_config import ModelTaskArgs, WarmStartArgs, load_yaml_config
 
 EPILOG = (
     "Fields come from TRL's GRPOConfig, the model/task and method sections, the shared clipped surrogate and "
@@ -40,6 +40,7 @@ class Plan:
     method_args: Any
     setup: Any
     explicit: dict[str, Any]
+    warmstart: WarmStartArgs = dataclasses.field(default_factory=WarmStartArgs)
 
 
 def _pre_parse(argv: list[str]) -> tuple[str | None, str, str | None, list[str], bool]:
@@ -67,7 +68,8 @@ def _drop_flag(argv: list[str], flag: str) -> list[str]:
 
 
 def build_parser(method: str) -> Any:
-    """HfArgumentParser over GRPOConfig + ModelTaskArgs + MethodArgs + SurrogateConfig + the method's config."""
+    """HfArgumentParser over GRPOConfig + ModelTaskArgs + MethodArgs + SurrogateConfig + the method's config
+    + WarmStartArgs."""
     from transformers import HfArgumentParser
 
     from stare_rl.engines.trl import SUPERSEDED_FIELDS, StareGRPOConfig
@@ -77,7 +79,7 @@ def build_parser(method: str) -> Any:
 
     spec = get_method(method)
     parser = HfArgumentParser(
-        (StareGRPOConfig, ModelTaskArgs, MethodArgs, SurrogateConfig, spec.config_cls),
+        (StareGRPOConfig, ModelTaskArgs, MethodArgs, SurrogateConfig, spec.config_cls, WarmStartArgs),
         prog="stare train",
         description=f"GRPO with a stare-rl method on TRL (method fields shown: {method}).",
         epilog=EPILOG,
@@ -129,7 +131,7 @@ def plan_run(argv: list[str]) -> Plan | None:
     parser.set_defaults(**{"output_dir": str(Path("runs") / run_name), **base})
     try:
         parsed = parser.parse_args_into_dataclasses(args=rest, look_for_args_file=False)
-        grpo, task_args, method_args, surrogate, method_cfg = parsed[:5]  # parsed[5]: the --config namespace
+        grpo, task_args, method_args, surrogate, method_cfg, warmstart = parsed[:6]  # [6]: --config namespace
     except SystemExit as exit_:  # argparse already printed the problem
         raise ValueError("invalid command line (see the message above)") from exit_
     from stare_rl.engines.trl import check_superseded
@@ -137,9 +139,10 @@ def plan_run(argv: list[str]) -> Plan | None:
     check_superseded(grpo)
     setup = method_args.loss_setup(method_cfg, surrogate)
     explicit = {**base, **{k: getattr(grpo, k, None) for k in _cli_keys(rest) if hasattr(grpo, k)}}
-    for obj in (task_args, method_args, surrogate, method_cfg):
+    for obj in (task_args, method_args, surrogate, method_cfg, warmstart):
         explicit.update(dataclasses.asdict(obj))
-    return Plan(grpo=grpo, task_args=task_args, method_args=method_args, setup=setup, explicit=explicit)
+    return Plan(grpo=grpo, task_args=task_args, method_args=method_args, setup=setup, explicit=explicit,
+                warmstart=warmstart)
 
 
 def main(argv: list[str]) -> int:
@@ -259,7 +262,9 @@ def execute(prep: Prepared) -> Path:
         from stare_rl.tasks.warmstart import warm_start
 
         print(f"warm start: tiny model on {ta.task} (cached in {ta.cache_dir})", flush=True)
-        path = warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=0)
+        ws = plan.warmstart
+        path = warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=ws.warmstart_seed,
+                          config=ws.warmstart_config())
         model, tokenizer = _load_model(str(path), grpo.model_init_kwargs)
     threads = torch.get_num_threads()
     torch.set_num_threads(ta.torch_threads or threads)
