@@ -62,8 +62,9 @@ class ModelTaskArgs:
     torch_threads: int | None = field(
         default=None,
         metadata={
-            "help": "CPU threads for torch during GRPO and evaluation (default: torch's choice). The tiny model's "
-            "ops are too small to gain from more than 1, and on a busy machine extra threads stall badly."
+            "help": "CPU threads for torch during the warm start, GRPO and evaluation (default: torch's choice). "
+            "The tiny model's ops are too small to gain from more than 1, and on a busy machine extra threads "
+            "stall badly."
         },
     )
     reward_timeout_s: float = field(

@@ -258,17 +258,17 @@ def execute(prep: Prepared) -> Path:
     layout = RunLayout(Path(grpo.output_dir))
     _write_config(layout.config, {**plan.explicit, "output_dir": grpo.output_dir})
     model, tokenizer = prep.model, prep.tokenizer
-    if ta.model == "tiny":
-        from stare_rl.tasks.warmstart import warm_start
-
-        print(f"warm start: tiny model on {ta.task} (cached in {ta.cache_dir})", flush=True)
-        ws = plan.warmstart
-        path = warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=ws.warmstart_seed,
-                          config=ws.warmstart_config())
-        model, tokenizer = _load_model(str(path), grpo.model_init_kwargs)
     threads = torch.get_num_threads()
     torch.set_num_threads(ta.torch_threads or threads)
     try:
+        if ta.model == "tiny":
+            from stare_rl.tasks.warmstart import warm_start
+
+            print(f"warm start: tiny model on {ta.task} (cached in {ta.cache_dir})", flush=True)
+            ws = plan.warmstart
+            path = warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=ws.warmstart_seed,
+                              config=ws.warmstart_config())
+            model, tokenizer = _load_model(str(path), grpo.model_init_kwargs)
         _train_and_evaluate(prep, model, tokenizer, layout)
     finally:
         torch.set_num_threads(threads)
