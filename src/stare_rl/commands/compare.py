@@ -87,17 +87,27 @@ def validate_cells(grid: Grid) -> dict[str, Any]:
     return plans
 
 
-def _warm_starts(plans: dict[str, Any]) -> None:
-    """The shared warm start (once per task and cache), exactly as ``stare train`` calls it."""
+def _starting_model(plan: Any) -> str:
+    """The model a plan starts from: for ``model: tiny`` the cached warm start, called as ``stare train`` does."""
+    ta = plan.task_args
+    if ta.model != "tiny":
+        return str(ta.model)
     from stare_rl.tasks.warmstart import warm_start
 
+    ws = getattr(plan, "warmstart", None)  # stare train's warm-start settings (None: WarmStartConfig defaults)
+    kwargs = {} if ws is None else {"seed": ws.warmstart_seed, "config": ws.warmstart_config()}
+    return str(warm_start(ta.task, Path(ta.cache_dir).expanduser(), **{"seed": 0, **kwargs}))
+
+
+def _warm_starts(plans: dict[str, Any]) -> None:
+    """The shared warm start (once per distinct setting), before the cells run in parallel."""
     done = set()
     for plan in plans.values():
         ta = plan.task_args
-        key = (ta.task, ta.cache_dir)
-        if ta.model == "tiny" and ta.dataset is None and key not in done:
+        key = (ta.task, ta.cache_dir, repr(getattr(plan, "warmstart", None)))
+        if ta.model == "tiny" and key not in done:
             print(f"warm start: tiny model on {ta.task} (cached in {ta.cache_dir})", flush=True)
-            print(f"  -> {warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=0)}", flush=True)
+            print(f"  -> {_starting_model(plan)}", flush=True)
             done.add(key)
 
 
@@ -202,11 +212,7 @@ def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
         plan = dataclasses.replace(plan0, grpo=grpo)
         prep = prepare(plan)
         ta, grpo = plan.task_args, plan.grpo
-        model_path = ta.model
-        if ta.model == "tiny":
-            from stare_rl.tasks.warmstart import warm_start
-
-            model_path = str(warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=0))
+        model_path = _starting_model(plan)
         from stare_rl.evaluation import evaluate
         from stare_rl.runlog import write_json_atomic
 
