@@ -106,6 +106,7 @@ def render_figure(fig_spec: Figure, runs: list[Run], out_dir: Path, band_rel: fl
         return None
     groups = group_by_method(runs)
     colors = plt.get_cmap("tab10").colors
+    styles = ("-", "--", ":", "-.")  # colour repeats after 10 methods: the line style tells them apart
     ncols = min(3, len(panels))
     nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(max(4.4 * ncols, 5.5), 3.3 * nrows + 0.4), squeeze=False)
@@ -117,9 +118,10 @@ def render_figure(fig_spec: Figure, runs: list[Run], out_dir: Path, band_rel: fl
             if steps.size == 0:
                 continue
             n = sum(key in r.series for r in members)
-            color = colors[i % len(colors)]
+            color, style = colors[i % len(colors)], styles[(i // len(colors)) % len(styles)]
             label = method if n == 1 else f"{method} (mean of {n}, min/max band)"
-            ax.plot(steps, mean, color=color, linewidth=1.6, label=label, marker="." if steps.size < 30 else None)
+            marker = "." if steps.size < 30 else None
+            ax.plot(steps, mean, color=color, linestyle=style, linewidth=1.6, label=label, marker=marker)
             if n > 1:
                 ax.fill_between(steps, lo, hi, color=color, alpha=0.2, linewidth=0)
         if fig_spec.name == "entropy":
