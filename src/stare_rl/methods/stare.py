@@ -59,17 +59,22 @@ class StareConfig:
     )
 
     def __post_init__(self) -> None:
-        variant = str(self.variant).upper()
-        if variant not in STARE_VARIANTS:
-            raise ValueError(f"variant={self.variant!r} is not one of {list(STARE_VARIANTS)}")
-        object.__setattr__(self, "variant", variant)
-        if not 0.0 <= self.top_p_ratio <= 1.0:
-            raise ValueError(f"top_p_ratio={self.top_p_ratio} must be in [0, 1]")
-        check_stare_weights(self.reweight_w, self.reweight_m)
-        if not self.target_entropy >= 0.0:
-            raise ValueError(f"target_entropy={self.target_entropy} must be >= 0")
+        check_stare_fields(self)
         if self.selection_scope not in SCOPES:
             raise ValueError(f"selection_scope={self.selection_scope!r} is not one of {list(SCOPES)}")
+
+
+def check_stare_fields(cfg: object) -> None:
+    """Validate (and normalise the variant of) a frozen STARE-style config: variant, P, W, M, H_tgt."""
+    variant = str(cfg.variant).upper()  # type: ignore[attr-defined]
+    if variant not in STARE_VARIANTS:
+        raise ValueError(f"variant={cfg.variant!r} is not one of {list(STARE_VARIANTS)}")  # type: ignore[attr-defined]
+    object.__setattr__(cfg, "variant", variant)
+    if not 0.0 <= cfg.top_p_ratio <= 1.0:  # type: ignore[attr-defined]
+        raise ValueError(f"top_p_ratio={cfg.top_p_ratio} must be in [0, 1]")  # type: ignore[attr-defined]
+    check_stare_weights(cfg.reweight_w, cfg.reweight_m)  # type: ignore[attr-defined]
+    if not cfg.target_entropy >= 0.0:  # type: ignore[attr-defined]
+        raise ValueError(f"target_entropy={cfg.target_entropy} must be >= 0")  # type: ignore[attr-defined]
 
 
 def check_stare_weights(reweight_w: float, reweight_m: float) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.methods.stare import STARE_VARIANTS, check_stare_weights
+from stare_rl.methods.stare import check_stare_fields, check_stare_weights
 from stare_rl.registry import register_method
 from stare_rl.selection import topk_count, topk_mask
 from stare_rl.surrogate import SurrogateConfig, clipped_surrogate, token_signs
@@ -54,15 +54,7 @@ class StareSensitivityConfig:
     )
 
     def __post_init__(self) -> None:
-        variant = str(self.variant).upper()
-        if variant not in STARE_VARIANTS:
-            raise ValueError(f"variant={self.variant!r} is not one of {list(STARE_VARIANTS)}")
-        object.__setattr__(self, "variant", variant)
-        if not 0.0 <= self.top_p_ratio <= 1.0:
-            raise ValueError(f"top_p_ratio={self.top_p_ratio} must be in [0, 1]")
-        check_stare_weights(self.reweight_w, self.reweight_m)
-        if not self.target_entropy >= 0.0:
-            raise ValueError(f"target_entropy={self.target_entropy} must be >= 0")
+        check_stare_fields(self)
 
 
 def sensitivity_selection(
