@@ -233,3 +233,22 @@ def test_bad_hyperparameters_name_the_field() -> None:
     # verl's plain PolicyLossConfig works too (paper defaults, global scope) and is validated at call time
     assert V.method_config("stare", PolicyLossConfig()).selection_scope == "global"
     assert issubclass(V.StareRLPolicyLossConfig, PolicyLossConfig)
+
+
+@pytest.mark.parametrize("gate_on", [False, True])
+def test_stare_sensitivity_takes_the_step_gate(gate_on: bool) -> None:
+    """The extension gets STARE's gate under verl: gate off == vanilla, gate on == the core with the gate on."""
+    data = make_batch(seed=3)
+    pl = V.StareRLPolicyLossConfig(stare_sensitivity_reweight_w=3.0, stare_sensitivity_reweight_m=0.2)
+    cfg = actor_config(pl)
+    with V.step_state(V.StepState(gate_on=gate_on, entropy=data["entropy"])):
+        loss, _ = call("stare_rl.stare_sensitivity", data, cfg)
+    batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"],
+                       entropy=data["entropy"])
+    name = "stare_sensitivity" if gate_on else "vanilla"
+    mcfg = V.method_config(name, pl)
+    out = compute_loss(name, batch, mcfg, V.surrogate_config(cfg, "token-mean"), make_context(gate_on=gate_on))
+    torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"), rtol=1e-6, atol=1e-7)
+    plain = compute_loss("vanilla", batch, None, V.surrogate_config(cfg, "token-mean"))
+    differs = not torch.allclose(loss, aggregate(plain.token_loss, batch.mask, "token-mean"))
+    assert differs == gate_on

@@ -230,11 +230,15 @@ def _stare_gate(batch: TokenBatch, cfg: Any, policy_loss: Any, state: StepState 
     return {"gate_on": h_hat < cfg.target_entropy, **fields}
 
 
+# Methods that take STARE's closed-loop gate (stare_sensitivity: this project's extension, same gate).
+GATED_METHODS = ("stare", "stare_sensitivity")
+
+
 def _context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state: StepState | None) -> LossContext:
     fields: dict[str, Any] = {}
     if getattr(cfg, "selection_scope", VERL_SELECTION_SCOPE) == "global":  # gather over data-parallel ranks
         fields.update(global_stats(name, batch, cfg, state.group if state else None))
-    if name == "stare":
+    if name in GATED_METHODS:
         fields.update(_stare_gate(batch, cfg, policy_loss, state))
     return make_context(**fields)
 

@@ -40,7 +40,14 @@ from verl.utils.config import omega_conf_to_dataclass, validate_config
 from verl.utils.device import auto_set_device
 
 from stare_rl.control import StareGate, StareWeightSchedule, global_token_mean
-from stare_rl.engines.verl import NAME_PREFIX, STATE_KEY, exact_ppo_loss, make_schedule, method_config
+from stare_rl.engines.verl import (
+    GATED_METHODS,
+    NAME_PREFIX,
+    STATE_KEY,
+    exact_ppo_loss,
+    make_schedule,
+    method_config,
+)
 from stare_rl.types import TokenBatch
 
 logger = logging.getLogger(__name__)
@@ -48,7 +55,7 @@ logger = logging.getLogger(__name__)
 TRAINER_MODE = "stare_rl"
 STATE_FILE = "stare_rl_controllers.json"
 ENTROPY_FIELDS = ("entropy", "response_mask")  # what the gate reads back from TransferQueue
-ENTROPY_METHODS = ("steer", "high_entropy")  # methods that need the actor's entropy inside the loss
+ENTROPY_METHODS = ("steer", "high_entropy", "stare_sensitivity")  # methods that need the actor's entropy inside the loss
 
 
 def loss_mode(config: Any) -> str:
@@ -59,7 +66,7 @@ def loss_mode(config: Any) -> str:
 def check_config(config: Any) -> None:
     """Reject, on the driver and before any worker starts, settings the exact path cannot honour."""
     mode, actor = loss_mode(config), config.actor_rollout_ref.actor
-    if mode == "stare" and (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False):
+    if mode in GATED_METHODS and (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False):
         raise ValueError("algorithm.rollout_correction.bypass_mode=True: the exact STARE gate needs the recomputed "
                          "old log-probs and their entropy; set it to False")
     if mode in ENTROPY_METHODS and not actor.get("calculate_entropy", False):
@@ -101,10 +108,11 @@ class StepControllers:
     @classmethod
     def from_config(cls, config: Any) -> StepControllers:
         policy_loss = config.actor_rollout_ref.actor.policy_loss
-        if loss_mode(config) != "stare":
+        mode = loss_mode(config)
+        if mode not in GATED_METHODS:
             return cls()
         schedule = make_schedule(policy_loss) if policy_loss.get("stare_adaptive", False) else None
-        return cls(StareGate(method_config("stare", policy_loss).target_entropy), schedule)
+        return cls(StareGate(method_config(mode, policy_loss).target_entropy), schedule)
 
     def update(self, batch_entropy: float) -> dict[str, float]:
         """STARE §4.3/§4.4: move the gate (and W/M) once per step from the pre-update batch entropy; metrics."""
