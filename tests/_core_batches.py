@@ -53,3 +53,25 @@ def with_(batch: TokenBatch, **changes: torch.Tensor | None) -> TokenBatch:
     fields.update(changes)
     fields["log_prob"] = fields["log_prob"].detach().clone().requires_grad_(True)
     return TokenBatch(**fields)
+
+
+EDGE_CASES = ("no_valid", "zero_adv", "single_token", "masked_rows")
+
+
+def edge_case_batch(case: str, seed: int) -> TokenBatch:
+    """A random (3, 5) batch turned into one numerical edge case (advantages stay 0 on padding)."""
+    batch = random_batch(seed, 3, 5)
+    mask, adv = batch.mask.clone(), batch.advantages
+    if case == "no_valid":
+        mask.zero_()
+    elif case == "zero_adv":
+        adv = torch.zeros_like(adv)
+    elif case == "single_token":
+        mask.zero_()
+        mask[1, 2] = 1.0
+    elif case == "masked_rows":
+        mask[0] = 0.0
+        mask[2] = 0.0
+    else:
+        raise ValueError(f"case={case!r} is not one of {list(EDGE_CASES)}")
+    return with_(batch, mask=mask, advantages=adv * mask)

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _core_batches import random_batch, with_
+from _core_batches import EDGE_CASES, edge_case_batch, random_batch, with_
 from stare_rl import AGG_MODES, LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss
 from stare_rl.methods.clip_cov import ClipCovConfig, token_covariance
 
@@ -160,22 +160,9 @@ def test_properties(seed: int, b: int, t: int, mask_p: float, ratio: float, log2
 
 
 @pytest.mark.parametrize("mode", AGG_MODES)
-@pytest.mark.parametrize("case", ["no_valid", "zero_adv", "single_token", "masked_rows"])
+@pytest.mark.parametrize("case", EDGE_CASES)
 def test_edge_cases_are_finite(case: str, mode: str) -> None:
-    batch = random_batch(7, 3, 5)
-    mask = batch.mask.clone()
-    adv = batch.advantages
-    if case == "no_valid":
-        mask.zero_()
-    elif case == "zero_adv":
-        adv = torch.zeros_like(adv)
-    elif case == "single_token":
-        mask.zero_()
-        mask[1, 2] = 1.0
-    else:
-        mask[0] = 0.0
-        mask[2] = 0.0
-    batch = with_(batch, mask=mask, advantages=adv * mask)
+    batch = edge_case_batch(case, seed=7)
     out = compute_loss("clip_cov", batch, ClipCovConfig(clip_cov_ratio=1.0, clip_cov_lb=-9, clip_cov_ub=9),
                        context=_ctx())
     loss = aggregate(out.token_loss, batch.mask, mode)

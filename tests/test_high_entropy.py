@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _core_batches import random_batch, with_
+from _core_batches import EDGE_CASES, edge_case_batch, random_batch, with_
 from stare_rl import AGG_MODES, LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss
 from stare_rl.methods.high_entropy import HighEntropyConfig, high_entropy_threshold
 
@@ -149,25 +149,14 @@ def test_properties(seed: int, b: int, t: int, mask_p: float, rho: float, w: flo
 
 
 @pytest.mark.parametrize("mode", AGG_MODES)
-@pytest.mark.parametrize("case", ["no_valid", "zero_adv", "single_token", "masked_rows"])
+@pytest.mark.parametrize("case", EDGE_CASES)
 def test_edge_cases_are_finite(case: str, mode: str) -> None:
-    batch = random_batch(5, 3, 5)
-    mask, adv = batch.mask.clone(), batch.advantages
-    if case == "no_valid":
-        mask.zero_()
-    elif case == "zero_adv":
-        adv = torch.zeros_like(adv)
-    elif case == "single_token":
-        mask.zero_()
-        mask[2, 4] = 1.0
-    else:
-        mask[1] = 0.0
-    batch = with_(batch, mask=mask, advantages=adv * mask)
+    batch = edge_case_batch(case, seed=5)
     out = compute_loss("high_entropy", batch)
     loss = aggregate(out.token_loss, batch.mask, mode)
     grad = torch.autograd.grad(loss, batch.log_prob)[0]
     assert torch.isfinite(loss) and bool(torch.isfinite(grad).all())
     if case == "single_token":
-        assert out.masks["high_entropy"].sum() == 1 and bool(out.masks["high_entropy"][2, 4])
+        assert out.masks["high_entropy"].sum() == 1 and bool(out.masks["high_entropy"][1, 2])
     if case in ("no_valid", "zero_adv"):
         assert float(loss.detach()) == 0.0 and float(grad.abs().max()) == 0.0
