@@ -13,8 +13,11 @@ from typing import Any
 from stare_rl.tasks.arithmetic import ArithmeticTask
 from stare_rl.tasks.base import Task
 from stare_rl.tasks.countdown import CountdownTask
+from stare_rl.tasks.countdown_cot import CountdownCotTask
 
-_TASKS: dict[str, type[Task]] = {"arithmetic": ArithmeticTask, "countdown": CountdownTask}
+_TASKS: dict[str, type[Task]] = {
+    "arithmetic": ArithmeticTask, "countdown": CountdownTask, "countdown_cot": CountdownCotTask,
+}
 
 
 def list_tasks() -> list[str]:
@@ -32,4 +35,4 @@ def get_task(name: str, **kwargs: Any) -> Task:
         raise ValueError(f"task={name!r} does not accept these settings {sorted(kwargs)}: {err}") from err
 
 
-__all__ = ["ArithmeticTask", "CountdownTask", "Task", "get_task", "list_tasks"]
+__all__ = ["ArithmeticTask", "CountdownCotTask", "CountdownTask", "Task", "get_task", "list_tasks"]

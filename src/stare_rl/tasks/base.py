@@ -2,7 +2,7 @@
 
 A task produces rows ``{"prompt": str, "answer": str}``, scores a completion against an answer with a pure,
 fast ``reward`` (1.0 correct, 0.0 otherwise), and supplies one correct completion per row for the supervised
-warm start (``sft_target``). Train and test splits are disjoint by construction: every problem instance is
+warm start (``sft_target``; ``sft_targets`` may give several per row). Train and test splits are disjoint by construction: every problem instance is
 assigned to exactly one split by a stable hash of its canonical key (independent of the sampling seed).
 """
 
@@ -102,6 +102,14 @@ class Task(ABC):
     @abstractmethod
     def sft_target(self, row: dict[str, str]) -> str:
         """One correct completion for ``row`` (without the end-of-sequence token)."""
+
+    def sft_targets(self, row: dict[str, str], rng: random.Random) -> list[str]:
+        """The completions the warm start trains on for ``row`` (default: ``[sft_target(row)]``).
+
+        A task with many valid completions may return several drawn with ``rng`` (seeded by the warm start), so
+        that the starting policy spreads its mass over them instead of learning one canonical answer.
+        """
+        return [self.sft_target(row)]
 
     def settings(self) -> dict[str, Any]:
         """The task's constructor settings (part of the warm-start cache key and of saved run info)."""

@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import random
 import shutil
 import time
 from collections.abc import Mapping
@@ -139,6 +140,13 @@ def warm_start(
     return final
 
 
+def sft_rows(task: Task, rows: list[dict[str, str]], seed: int) -> list[dict[str, str]]:
+    """The supervised rows ``{"prompt", "completion"}``: one per completion of ``task.sft_targets`` (several
+    per prompt for a task that samples among many valid completions), deterministic in ``seed``."""
+    rng = random.Random(f"sft:{seed}")
+    return [{"prompt": r["prompt"], "completion": c} for r in rows for c in task.sft_targets(r, rng)]
+
+
 def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: bool) -> dict[str, Any]:
     """SFT the tiny model until the stop metric is met; save model + tokenizer to ``out``; return the info."""
     from datasets import Dataset
@@ -156,7 +164,7 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
         raise ValueError(f"task {task!r} has only {len(rows)} train prompts; eval_rows={config.eval_rows} "
                          "needs at least twice as many")
     held_out, train = rows[: config.eval_rows], rows[config.eval_rows :]
-    dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": task.sft_target(r)} for r in train])
+    dataset = Dataset.from_list(sft_rows(task, train, seed))
     stopper = _StopOnMetric(task, tokenizer, held_out, config, progress)
     args = SFTConfig(
         output_dir=str(out / "_trainer"),
