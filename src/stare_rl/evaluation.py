@@ -3,7 +3,9 @@
 Metrics (all in ``[0, 1]`` unless said otherwise):
 
 - ``avg@k``: mean reward over ``k`` sampled completions per prompt, averaged over prompts.
-- ``pass@k``: unbiased estimator ``1 - C(n-c, k) / C(n, k)`` with ``n = k`` samples (so: any sample correct).
+- ``pass@k``: unbiased estimator ``1 - C(n-c, k) / C(n, k)`` with ``n = k`` samples (so: any sample correct);
+  ``pass@j`` for every ``j`` in ``pass_ks`` from the same ``n = k`` samples (``pass@1`` = ``avg@k`` for a
+  binary reward).
 - ``greedy_acc``: reward of the greedy completion (pass@1 greedy).
 - ``mean_response_length``: sampled completion length in tokens (end-of-sequence token included).
 - ``entropy``: mean full-vocabulary entropy (nats) of the sampling distribution (logits / temperature) over
@@ -135,6 +137,7 @@ def evaluate(
     reflection_words: Sequence[str] = REFLECTION_WORDS,
     per_row: bool = False,
     progress: bool = True,
+    pass_ks: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Sample ``k`` completions per row (seeded) and a greedy one, score them with ``reward_fn``.
 
@@ -146,6 +149,7 @@ def evaluate(
         seed: sampling seed; the global torch RNG is left untouched.
         greedy: also decode greedily (``greedy_acc``); ``greedy_acc`` is None when False.
         per_row: include ``rows``: per-row prompt, answer, completions, rewards.
+        pass_ks: also report ``pass@j`` for each ``j`` (each in ``[1, k]``), unbiased from the ``k`` samples.
 
     Returns:
         ``{"n", "k", "avg@k", "pass@k", "greedy_acc", "mean_response_length", "entropy",
@@ -159,10 +163,15 @@ def evaluate(
         raise ValueError(f"top_p={top_p!r} must be in (0, 1]")
     if not rows:
         raise ValueError("rows is empty: nothing to evaluate")
+    bad = [j for j in pass_ks if not isinstance(j, int) or not 1 <= j <= k]
+    if bad:
+        raise ValueError(f"pass_ks={list(pass_ks)!r}: every value must be an integer in [1, k={k}]")
+    extra_ks = sorted(set(pass_ks) - {k})
     model, tokenizer = _load(model_or_dir, tokenizer)
     was_training = model.training
     model.eval()
     sums = {"reward": 0.0, "pass": 0.0, "greedy": 0.0, "length": 0.0, "entropy": 0.0, "tokens": 0.0}
+    pass_sums = dict.fromkeys(extra_ks, 0.0)
     samples: list[str] = []
     details: list[dict[str, Any]] = []
     batches = range(0, len(rows), batch_size)
@@ -189,6 +198,8 @@ def evaluate(
                     correct = sum(r >= 1.0 for r in rewards)
                     sums["reward"] += sum(rewards) / k
                     sums["pass"] += pass_at_k(k, correct, k)
+                    for j in extra_ks:
+                        pass_sums[j] += pass_at_k(k, correct, j)
                     g = float(reward_fn(greedy_texts[i], str(row["answer"]))) if greedy else None
                     sums["greedy"] += g or 0.0
                     if per_row:
@@ -201,6 +212,7 @@ def evaluate(
         "n": n, "k": k, "temperature": temperature, "top_p": top_p,
         f"avg@{k}": sums["reward"] / n,
         f"pass@{k}": sums["pass"] / n,
+        **{f"pass@{j}": pass_sums[j] / n for j in extra_ks},
         "greedy_acc": sums["greedy"] / n if greedy else None,
         "mean_response_length": sums["length"] / (n * k),
         "entropy": sums["entropy"] / max(sums["tokens"], 1.0),

@@ -56,6 +56,18 @@ class ModelTaskArgs:
     eval_size: int = field(default=256, metadata={"help": "Number of held-out prompts for the final evaluation."})
     eval_k: int = field(default=8, metadata={"help": "Samples per prompt in the final evaluation (avg@k, pass@k)."})
     final_eval: bool = field(default=True, metadata={"help": "Evaluate the final model and write eval.json."})
+    eval_every: int = field(
+        default=0,
+        metadata={"help": "Held-out learning curve: every this many steps (and at step 0) sample eval_samples "
+                  "completions for eval_prompts held-out prompts; logs eval/avg@n, eval/pass@k (unbiased, k up to "
+                  "n), eval/greedy_acc, eval/response_length to metrics.jsonl. 0 = off."},
+    )
+    eval_samples: int = field(
+        default=32, metadata={"help": "Held-out curve: samples per prompt (n of the unbiased pass@k estimator)."}
+    )
+    eval_prompts: int = field(
+        default=64, metadata={"help": "Held-out curve: the first this many of the eval_size held-out prompts."}
+    )
     cache_dir: str = field(
         default="~/.cache/stare-rl", metadata={"help": "Where the warm-started tiny models are cached."}
     )
@@ -76,7 +88,9 @@ class ModelTaskArgs:
             raise ValueError(f"reward={self.reward!r} is not one of {list(REWARDS)}")
         if self.torch_threads is not None and int(self.torch_threads) < 1:
             raise ValueError(f"torch_threads={self.torch_threads} must be >= 1 (or null for torch's default)")
-        for name in ("train_size", "eval_size", "eval_k"):
+        if not isinstance(self.eval_every, int) or isinstance(self.eval_every, bool) or self.eval_every < 0:
+            raise ValueError(f"eval_every={self.eval_every!r} must be an integer >= 0 (0 = no held-out curve)")
+        for name in ("train_size", "eval_size", "eval_k", "eval_samples", "eval_prompts"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
         if not (math.isfinite(self.reward_timeout_s) and self.reward_timeout_s > 0):

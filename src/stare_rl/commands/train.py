@@ -290,6 +290,7 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         train_dataset=Dataset.from_list(prep.train_rows),
         processing_class=tokenizer,
         setup=plan.setup,
+        callbacks=_curve_callbacks(prep, tokenizer),  # before the metrics.jsonl writer: merged into its records
     )
     print(f"training: method={plan.setup.method}, run dir {layout.root}", flush=True)
     trainer.train(resume_from_checkpoint=prep.resume)
@@ -308,3 +309,19 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         write_json_atomic(layout.eval, result)
         shown = {k: v for k, v in result.items() if isinstance(v, int | float)}
         print("held-out evaluation: " + json.dumps(shown))
+
+
+def _curve_callbacks(prep: Prepared, tokenizer: Any) -> list[Any]:
+    """The held-out learning-curve callback when ``eval_every > 0`` (``stare_rl.engines.trl_eval``)."""
+    ta, grpo = prep.plan.task_args, prep.plan.grpo
+    if not ta.eval_every:
+        return []
+    from stare_rl.engines.trl_eval import HeldOutEvalCallback
+
+    def show(step: int, m: dict[str, float]) -> None:
+        shown = ", ".join(f"{k[5:]} {v:.3f}" for k, v in m.items() if k.startswith(("eval/pass@", "eval/greedy")))
+        print(f"held-out curve, step {step}: {shown}", flush=True)
+
+    return [HeldOutEvalCallback(tokenizer, prep.eval_rows[: ta.eval_prompts], prep.reward_fn, every=ta.eval_every,
+                                n=ta.eval_samples, temperature=grpo.temperature, top_p=grpo.top_p,
+                                max_new_tokens=grpo.max_completion_length, seed=grpo.seed, on_result=show)]
