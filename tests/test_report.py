@@ -166,3 +166,20 @@ def test_report_from_real_short_training_runs(tmp_path: Path) -> None:
     assert rows["stare"]["last_step"] == 3 and rows["stare"]["entropy_final"] > 0
     assert rows["stare"]["in_band_frac"] == 0.0  # target 100 nats: never in band
     assert "eval:avg@2" in rows["vanilla"]
+
+
+def test_held_out_curves_are_drawn_and_summarised(tmp_path: Path) -> None:
+    run = _write_run(tmp_path, "curve", "grpo", 0, 20, stare=False)
+    points = {0: (0.30, 0.70, 0.90), 10: (0.45, 0.68, 0.85), 20: (0.50, 0.60, 0.80)}  # pass@1 up, pass@8/32 down
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    by_step = {r["step"]: r for r in rows}
+    for step, (p1, p8, p32) in points.items():
+        by_step.setdefault(step, {"step": step}).update({"eval/pass@1": p1, "eval/pass@8": p8, "eval/pass@32": p32,
+                                                         "eval/response_length": 30.0})
+    (run / "metrics.jsonl").write_text("".join(json.dumps(by_step[s]) + "\n" for s in sorted(by_step)))
+    assert report_main([str(run), "--out", str(tmp_path / "o")]) == 0
+    _check_png(tmp_path / "o" / "heldout.png")
+    row = json.loads((tmp_path / "o" / "summary.json").read_text())["runs"][0]
+    assert (row["curve:pass@1 start"], row["curve:pass@1 final"], row["curve:pass@1 max"]) == (0.30, 0.50, 0.50)
+    assert (row["curve:pass@32 start"], row["curve:pass@32 final"], row["curve:pass@32 max"]) == (0.90, 0.80, 0.90)
+    assert row["entropy_start"] == rows[0]["actor/entropy"]  # the step-0 eval line carries no training metric

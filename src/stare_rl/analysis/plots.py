@@ -42,6 +42,13 @@ FIGURES = (
     Figure("reward", "Reward and accuracy", (
         Panel("training reward", REWARD_KEYS),
         Panel("accuracy", ("eval/accuracy", "val/accuracy", "accuracy", "eval/avg@k", "val/avg@k")))),
+    Figure("heldout", "Held-out learning curves (stare train --eval_every; step 0 = starting model)", (
+        Panel("held-out pass@1 (mean reward of n samples)", ("eval/pass@1",), (-0.02, 1.02)),
+        Panel("held-out pass@8 (unbiased, n samples)", ("eval/pass@8",), (-0.02, 1.02)),
+        Panel("held-out pass@32 (unbiased, n samples)", ("eval/pass@32",), (-0.02, 1.02)),
+        Panel("held-out greedy accuracy", ("eval/greedy_acc",), (-0.02, 1.02)),
+        Panel("held-out response length (tokens)", ("eval/response_length",)),
+        Panel("held-out sampling entropy", ("eval/entropy",)))),
     Figure("response_length", "Response length", (
         Panel("mean response length (tokens)", ("response_length/mean", "completions/mean_length")),)),
     Figure("gate", "STARE gate", (Panel("gate on (share of seeds)", ("stare/gate_on",), (-0.05, 1.05)),)),

@@ -62,7 +62,23 @@ def run_summary(run: Run, runs: list[Run], band_rel: float) -> dict[str, float |
     if t is not None and ent.size:
         row["in_band_frac"] = float((np.abs(ent - t) <= band_rel * t).mean())
     row.update({f"eval:{k}": v for k, v in sorted(run.eval.items()) if _table_eval_key(k)})
+    row.update(curve_summary(run))
     return row
+
+
+CURVE_KEYS = ("eval/pass@1", "eval/pass@8", "eval/pass@32")
+
+
+def curve_summary(run: Run) -> dict[str, float]:
+    """Held-out curve points (``stare train --eval_every``): first (the starting model), last and best value."""
+    out: dict[str, float] = {}
+    for key in CURVE_KEYS:
+        series = run.series.get(key)
+        if series:
+            name = key.removeprefix("eval/")
+            out.update({f"curve:{name} start": series[0][1], f"curve:{name} final": series[-1][1],
+                        f"curve:{name} max": max(v for _, v in series)})
+    return out
 
 
 def _table_eval_key(key: str) -> bool:
