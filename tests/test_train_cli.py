@@ -111,6 +111,9 @@ def test_train_end_to_end_then_eval_and_rerun_from_saved_config(
 def test_warmstart_fields_are_validated_before_compute(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for argv, message in ((["--warmstart_stop_avg_at_k", "1.5"], "warmstart_stop_avg_at_k=1.5 must be in [0, 1]"),
                           (["--warmstart_max_steps", "0"], "warmstart_max_steps=0 must be a positive integer"),
+                          (["--warmstart_batch_size", "0"], "warmstart_batch_size=0 must be a positive integer"),
+                          (["--eval_every", "-1"], "eval_every=-1 must be an integer >= 0"),
+                          (["--eval_samples", "0"], "eval_samples=0 must be >= 1"),
                           (["--warmstart_seed", "-1"], "warmstart_seed=-1 must be an integer >= 0")):
         cache = tmp_path / "cache"
         assert train.main([*argv, "--cache_dir", str(cache), "--output_dir", str(tmp_path / "run")]) == 2

@@ -135,12 +135,6 @@ class WarmStartArgs:
     warmstart_batch_size: int | None = field(
         default=None, metadata={"help": "SFT rows per optimiser step of the warm start (default: WarmStartConfig's)."}
     )
-    warmstart_hidden_size: int | None = field(
-        default=None, metadata={"help": "Width of the tiny model (default: WarmStartConfig's, 128)."}
-    )
-    warmstart_num_layers: int | None = field(
-        default=None, metadata={"help": "Decoder layers of the tiny model (default: WarmStartConfig's, 4)."}
-    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.warmstart_seed, int) or isinstance(self.warmstart_seed, bool) or self.warmstart_seed < 0:
@@ -152,8 +146,7 @@ class WarmStartArgs:
         from stare_rl.tasks.warmstart import WarmStartConfig
 
         given = {name: getattr(self, "warmstart_" + name)
-                 for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate", "batch_size",
-                              "hidden_size", "num_layers")
+                 for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate", "batch_size")
                  if getattr(self, "warmstart_" + name) is not None}
         try:
             return WarmStartConfig(**given)
