@@ -114,6 +114,8 @@ def test_warmstart_fields_are_validated_before_compute(tmp_path: Path, capsys: p
                           (["--warmstart_batch_size", "0"], "warmstart_batch_size=0 must be a positive integer"),
                           (["--eval_every", "-1"], "eval_every=-1 must be an integer >= 0"),
                           (["--eval_samples", "0"], "eval_samples=0 must be >= 1"),
+                          (["--tiny_hidden_size", "0"], "tiny_hidden_size=0 must be a positive integer"),
+                          (["--tiny_hidden_size", "66"], "hidden_size=66 must be divisible by num_heads=4"),
                           (["--warmstart_seed", "-1"], "warmstart_seed=-1 must be an integer >= 0")):
         cache = tmp_path / "cache"
         assert train.main([*argv, "--cache_dir", str(cache), "--output_dir", str(tmp_path / "run")]) == 2

@@ -135,6 +135,12 @@ class WarmStartArgs:
     warmstart_batch_size: int | None = field(
         default=None, metadata={"help": "SFT rows per optimiser step of the warm start (default: WarmStartConfig's)."}
     )
+    tiny_hidden_size: int | None = field(
+        default=None, metadata={"help": "Width of `model: tiny` (default: WarmStartConfig's, 128; divisible by 4 heads)."}
+    )
+    tiny_num_layers: int | None = field(
+        default=None, metadata={"help": "Decoder layers of `model: tiny` (default: WarmStartConfig's, 4)."}
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.warmstart_seed, int) or isinstance(self.warmstart_seed, bool) or self.warmstart_seed < 0:
@@ -148,10 +154,13 @@ class WarmStartArgs:
         given = {name: getattr(self, "warmstart_" + name)
                  for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate", "batch_size")
                  if getattr(self, "warmstart_" + name) is not None}
+        given.update({name: getattr(self, "tiny_" + name) for name in ("hidden_size", "num_layers")
+                      if getattr(self, "tiny_" + name) is not None})
         try:
             return WarmStartConfig(**given)
         except (TypeError, ValueError) as err:  # name the command-line field, not WarmStartConfig's
-            raise ValueError(f"warmstart_{err}") from err
+            prefix = "tiny_" if str(err).startswith(("hidden_size", "num_layers")) else "warmstart_"
+            raise ValueError(f"{prefix}{err}") from err
 
 
 def _looks_like_path(s: str) -> bool:
