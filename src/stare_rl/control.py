@@ -16,12 +16,29 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 
 from stare_rl.selection import gather_values
 from stare_rl.types import LossContext, TokenBatch
+
+
+@dataclass(frozen=True)
+class StepObservation:
+    entropy: float
+    step: int
+    batches: tuple[TokenBatch, ...] = ()
+    group: Any = None
+
+
+class Controller(Protocol):
+    def update(self, obs: StepObservation) -> None: ...
+    def context(self) -> dict[str, Any]: ...
+    def metrics(self) -> dict[str, float]: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 def _check_entropy(batch_entropy: float) -> float:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from stare_rl.surrogate import SurrogateConfig
 from stare_rl.types import LossContext, LossOutput, TokenBatch
 
@@ -18,22 +20,47 @@ MethodFn = Callable[[TokenBatch, Any, SurrogateConfig, LossContext], LossOutput]
 
 
 @dataclass(frozen=True)
+class GlobalStats:
+    """How a method's whole-step-batch statistics are computed across micro-batches and ranks."""
+
+    candidates: Callable[[TokenBatch, Any], tuple[torch.Tensor, ...]]
+    reduce: Callable[[tuple[torch.Tensor, ...], Any], dict[str, Any]]
+    enabled: Callable[[Any], bool] = lambda cfg: True
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     name: str
     fn: MethodFn
     config_cls: type
+    needs_entropy: bool = False
+    needs_old_entropy: bool = False
+    gated: bool = False
+    global_stats: GlobalStats | None = None
+    controllers: Callable[[Any], dict[str, Any]] | None = None
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
 
 
-def register_method(name: str, config_cls: type) -> Callable[[MethodFn], MethodFn]:
+def register_method(
+    name: str,
+    config_cls: type,
+    *,
+    needs_entropy: bool = False,
+    needs_old_entropy: bool = False,
+    gated: bool = False,
+    global_stats: GlobalStats | None = None,
+    controllers: Callable[[Any], dict[str, Any]] | None = None,
+) -> Callable[[MethodFn], MethodFn]:
     """Decorator: register ``fn`` under ``name`` with its frozen config dataclass."""
 
     def deco(fn: MethodFn) -> MethodFn:
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise ValueError(f"method {name!r} is already registered")
-        _REGISTRY[name] = MethodSpec(name, fn, config_cls)
+        _REGISTRY[name] = MethodSpec(
+            name, fn, config_cls, needs_entropy, needs_old_entropy, gated, global_stats, controllers
+        )
         return fn
 
     return deco

@@ -7,7 +7,9 @@ A method receives a :class:`TokenBatch` (all ``(B, T)`` tensors), its own frozen
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -29,6 +31,7 @@ class TokenBatch:
     advantages: torch.Tensor
     mask: torch.Tensor
     entropy: torch.Tensor | None = None
+    old_entropy: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         ref = self.log_prob
@@ -39,6 +42,8 @@ class TokenBatch:
         named = {"old_log_prob": self.old_log_prob, "advantages": self.advantages, "mask": self.mask}
         if self.entropy is not None:
             named["entropy"] = self.entropy
+        if self.old_entropy is not None:
+            named["old_entropy"] = self.old_entropy
         for name, t in named.items():
             if not isinstance(t, torch.Tensor):
                 raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -49,7 +54,7 @@ class TokenBatch:
             if name != "mask" and t.dtype != ref.dtype:
                 raise ValueError(f"{name} has dtype {t.dtype}, expected {ref.dtype} like log_prob")
         valid = self.valid
-        for name in ("log_prob", "old_log_prob", "advantages", "entropy"):
+        for name in ("log_prob", "old_log_prob", "advantages", "entropy", "old_entropy"):
             t = getattr(self, name)
             if t is not None and not bool(torch.isfinite(t.detach()[valid]).all()):
                 raise ValueError(f"{name} contains NaN or inf at valid (mask=1) positions")
@@ -106,6 +111,11 @@ class LossContext:
     kl_cov_logp_mean: float | None = None
     entropy_coef: float | None = None
     generator: torch.Generator | None = None
+    stats: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``stats[key]`` or ``default`` (method-owned statistics)."""
+        return self.stats.get(key, default)
 
 
 @dataclass
