@@ -1,5 +1,5 @@
 """``archer``: Archer's dual-token clip constraints (Wang et al. 2025, "Stabilizing Knowledge, Promoting
-Reasoning: Dual-Token Constraints for RLVR", arXiv 2507.15778, §3).
+Reasoning: Dual-Token Constraints for RLVR", arXiv 2507.15778, method section: dual-token constraints).
 
 Within each response, tokens whose entropy is above the response's rho-quantile are "reasoning" tokens and
 get a looser trust region; the rest are "knowledge" tokens and keep the tight one:
@@ -83,7 +83,7 @@ def row_entropy_quantile(entropy: torch.Tensor, valid: torch.Tensor, q: float) -
 
 @register_method("archer", ArcherConfig, needs_entropy=True)
 def archer_loss(batch: TokenBatch, cfg: ArcherConfig, surrogate: SurrogateConfig, ctx: LossContext) -> LossOutput:
-    """Archer §3 dual-token clip: a looser interval for each response's high-entropy tokens.
+    """Archer dual-token clip: a looser interval for each response's high-entropy tokens.
 
     Args:
         batch: ``(B, T)`` tensors; ``batch.entropy`` (current policy, full vocabulary) is required. One row is
@@ -101,7 +101,7 @@ def archer_loss(batch: TokenBatch, cfg: ArcherConfig, surrogate: SurrogateConfig
         raise ValueError("method 'archer' needs batch.entropy (per-token entropy), got entropy=None")
     valid = batch.valid  # (B, T)
     threshold = row_entropy_quantile(batch.entropy, valid, cfg.token_entropy_quantile)  # (B, 1)
-    high = valid & (batch.entropy.detach() > threshold)  # (B, T) Archer §3: reasoning tokens
+    high = valid & (batch.entropy.detach() > threshold)  # (B, T) Archer: high-entropy (reasoning) tokens
     low = valid & ~high  # (B, T) knowledge tokens
     loose = dataclasses.replace(
         surrogate,

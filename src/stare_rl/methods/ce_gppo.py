@@ -1,5 +1,5 @@
 """``ce_gppo``: bounded gradients from the tokens PPO clips (Su et al. 2025, "CE-GPPO: Coordinating Entropy via
-Gradient-Preserving Clipping Policy Optimization in Reinforcement Learning", arXiv 2509.20712, §4).
+Gradient-Preserving Clipping Policy Optimization in Reinforcement Learning", arXiv 2509.20712, method section: the CE-GPPO objective).
 
 PPO's clip zeroes the gradient of a token once its ratio leaves the trust interval. CE-GPPO keeps the
 clipped *value* but lets a scaled gradient through, with the stop-gradient form ``r / sg(r)`` (value 1,
@@ -61,7 +61,7 @@ class CEGPPOConfig:
 
 @register_method("ce_gppo", CEGPPOConfig)
 def ce_gppo_loss(batch: TokenBatch, cfg: CEGPPOConfig, surrogate: SurrogateConfig, ctx: LossContext) -> LossOutput:
-    """CE-GPPO per-token loss (Su et al. 2025, §4, the objective in the module docstring).
+    """CE-GPPO per-token loss (Su et al. 2025, method section; the objective in the module docstring).
 
     Args:
         batch: ``(B, T)`` tensors (no entropy needed).
@@ -88,7 +88,7 @@ def ce_gppo_loss(batch: TokenBatch, cfg: CEGPPOConfig, surrogate: SurrogateConfi
     log_ratio = torch.where(signs.valid, batch.log_prob - batch.old_log_prob, 0.0)  # (B, T), 0 on padding
     log_ratio = torch.clamp(log_ratio, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
     ratio = torch.exp(log_ratio.detach())  # (B, T) no gradient: only selects
-    low = signs.negative & (ratio < 1.0 - surrogate.clip_ratio_low)  # (B, T) CE-GPPO §4: NA&LP tokens
+    low = signs.negative & (ratio < 1.0 - surrogate.clip_ratio_low)  # (B, T) CE-GPPO: negative low-probability tokens
     high = signs.positive & (ratio > 1.0 + surrogate.clip_ratio_high)  # (B, T) PA&LP-side tokens above the clip
     unit = torch.exp(log_ratio - log_ratio.detach())  # (B, T) r / sg(r): value 1, gradient grad log pi
     bound = torch.where(low, cfg.beta1 * (1.0 - surrogate.clip_ratio_low), cfg.beta2 * (1.0 + surrogate.clip_ratio_high))

@@ -1,6 +1,6 @@
 """``entropy_advantage``: the entropy-based advantage term of Cheng et al. 2025, "Reasoning with Exploration:
-An Entropy Perspective on Reinforcement Learning for LLMs" (arXiv 2506.14758, §3, "entropy-based advantage
-shaping").
+An Entropy Perspective on Reinforcement Learning for LLMs" (arXiv 2506.14758, method section:
+"entropy-based advantage shaping").
 
 Every token's advantage gets a bonus that grows with the policy's entropy at that position, gradient-detached
 and clipped so that it can never exceed a fraction 1/kappa of the original advantage's magnitude:
@@ -28,8 +28,8 @@ from stare_rl.types import LossContext, LossOutput, TokenBatch
 
 @dataclass(frozen=True)
 class EntropyAdvantageConfig:
-    """Entropy-based advantage shaping (Cheng et al. 2025, §3). Defaults alpha = 0.4, kappa = 2: the setting
-    the paper's experiments report (§4 setup); there is no public reference code to cross-check them."""
+    """Entropy-based advantage shaping (Cheng et al. 2025, method section). Defaults alpha = 0.4, kappa = 2:
+    the setting of the paper's experiments; there is no public reference code to cross-check them."""
 
     alpha: float = field(
         default=0.4,
@@ -53,7 +53,7 @@ class EntropyAdvantageConfig:
 def entropy_advantage_bonus(
     advantages: torch.Tensor, entropy: torch.Tensor, valid: torch.Tensor, cfg: EntropyAdvantageConfig
 ) -> torch.Tensor:
-    """``(B, T)`` bonus ``psi = min(alpha * H, |A| / kappa)``, detached, 0 on padding (Cheng et al. §3)."""
+    """``(B, T)`` bonus ``psi = min(alpha * H, |A| / kappa)``, detached, 0 on padding (Cheng et al. 2025)."""
     a = torch.where(valid, advantages.detach(), 0.0)  # (B, T) padding may hold NaN
     h = torch.where(valid, entropy.detach(), 0.0)  # (B, T)
     psi = torch.minimum(cfg.alpha * h, a.abs() / cfg.kappa)  # (B, T) >= 0: entropy >= 0
@@ -64,7 +64,7 @@ def entropy_advantage_bonus(
 def entropy_advantage_loss(
     batch: TokenBatch, cfg: EntropyAdvantageConfig, surrogate: SurrogateConfig, ctx: LossContext
 ) -> LossOutput:
-    """Clipped surrogate on the shaped advantage ``A + min(alpha sg(H), |A| / kappa)`` (Cheng et al. §3).
+    """Clipped surrogate on the shaped advantage ``A + min(alpha sg(H), |A| / kappa)`` (Cheng et al. 2025).
 
     Args:
         batch: ``(B, T)`` tensors; ``batch.entropy`` (current policy, full vocabulary) is required.
@@ -85,7 +85,7 @@ def entropy_advantage_loss(
         raise ValueError("method 'entropy_advantage' needs batch.entropy (per-token entropy), got entropy=None")
     valid = batch.valid  # (B, T)
     psi = entropy_advantage_bonus(batch.advantages, batch.entropy, valid, cfg)  # (B, T)
-    shaped = torch.where(valid, batch.advantages.detach() + psi, 0.0)  # (B, T) Cheng et al. §3: A + psi
+    shaped = torch.where(valid, batch.advantages.detach() + psi, 0.0)  # (B, T) Cheng et al.: A + psi
     token_loss, metrics = clipped_surrogate(batch.log_prob, batch.old_log_prob, shaped, batch.mask, surrogate)
     with torch.no_grad():
         n = valid.sum().clamp(min=1).to(token_loss.dtype)
