@@ -163,7 +163,7 @@ def test_context_alpha_out_of_range_is_rejected() -> None:
 
 def test_traits_and_defaults() -> None:
     spec = get_method("entropic")
-    assert spec.needs_entropy and not spec.gated and spec.controllers is not None
+    assert not spec.needs_entropy and not spec.gated and spec.controllers is not None  # the loss needs no H
     cfg = EntroPICConfig()
     assert (cfg.target_entropy, cfg.kp, cfg.ki, cfg.alpha_max, cfg.high_prob_threshold) == (0.1, 1.0, 0.01, 1.0, 0.95)
     c = EntroPICController.from_config(cfg)

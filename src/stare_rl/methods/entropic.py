@@ -135,13 +135,13 @@ def _controllers(cfg: EntroPICConfig) -> dict[str, EntroPICController]:
     return {"entropic_pi": EntroPICController.from_config(cfg)}
 
 
-@register_method("entropic", EntroPICConfig, needs_entropy=True, controllers=_controllers)
+@register_method("entropic", EntroPICConfig, controllers=_controllers)
 def entropic_loss(batch: TokenBatch, cfg: EntroPICConfig, surrogate: SurrogateConfig, ctx: LossContext) -> LossOutput:
     """Clipped surrogate plus the PI-controlled high-probability term (EntroPIC; formula in the module doc).
 
     Args:
-        batch: ``(B, T)`` tensors (the loss itself needs no entropy; the controller's input is the step's
-            token-mean entropy, hence ``needs_entropy``).
+        batch: ``(B, T)`` tensors (the loss needs no entropy; the controller's input, the step's token-mean
+            entropy, is measured by the step controller, which asks for it because the method has a controller).
         cfg: threshold tau and alpha_max (the gains live in the controller).
         surrogate: the shared clip settings of ``l_clip``.
         ctx: ``entropic_alpha`` from :class:`EntroPICController`; ``None`` = 0 (vanilla).
