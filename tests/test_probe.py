@@ -173,9 +173,9 @@ def test_run_probe_calibrates_and_covers_optimizers() -> None:
 
 
 def _tiny_task_model():  # noqa: ANN202
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     task = get_task("arithmetic")
     tok = build_char_tokenizer(task.alphabet)

@@ -142,9 +142,9 @@ def test_report_from_real_short_training_runs(tmp_path: Path) -> None:
     """Two real `stare train` runs (tiny random model, a few steps) rendered by `stare report`."""
     pytest.importorskip("trl")
     from stare_rl.commands import train
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     model_dir = tmp_path / "tiny"
     tok = build_char_tokenizer(get_task("arithmetic").alphabet)

@@ -44,9 +44,9 @@ def tiny_parts(seed: int = 0) -> tuple[Any, Any, Any]:
     """(model, tokenizer, dataset): the project's tiny Qwen2 model at a smaller size, arithmetic prompts."""
     from datasets import Dataset
 
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     task = get_task("arithmetic")
     tok = build_char_tokenizer(task.alphabet)
