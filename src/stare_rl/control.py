@@ -66,6 +66,11 @@ def _check_entropy(batch_entropy: float) -> float:
     return value
 
 
+def _check_non_negative(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f"{name}={value} must be a finite value >= 0")
+
+
 def _sign(x: float) -> float:
     return float((x > 0) - (x < 0))
 
@@ -80,8 +85,7 @@ class StareGate:
     """
 
     def __init__(self, target_entropy: float = 0.3) -> None:
-        if not (math.isfinite(target_entropy) and target_entropy >= 0.0):
-            raise ValueError(f"target_entropy={target_entropy} must be a finite value >= 0")
+        _check_non_negative("target_entropy", target_entropy)
         self.target_entropy = float(target_entropy)
         self.gate_on: bool | None = None
         self.last_entropy: float | None = None
@@ -136,14 +140,12 @@ class StareWeightSchedule:
         w_max: float = 1.5,
         m_min: float = 0.5,
     ) -> None:
-        if not (math.isfinite(alpha) and alpha >= 0.0):
-            raise ValueError(f"alpha={alpha} must be a finite value >= 0")
+        _check_non_negative("alpha", alpha)
         if not 1.0 <= reweight_w <= w_max:
             raise ValueError(f"reweight_w={reweight_w} must be in [1, w_max={w_max}]")
         if not 0.0 < m_min <= reweight_m <= 1.0:
             raise ValueError(f"reweight_m={reweight_m} must be in [m_min={m_min}, 1] with m_min > 0")
-        if not (math.isfinite(target_entropy) and target_entropy >= 0.0):
-            raise ValueError(f"target_entropy={target_entropy} must be a finite value >= 0")
+        _check_non_negative("target_entropy", target_entropy)
         self.target_entropy = float(target_entropy)
         self.alpha, self.w_max, self.m_min = float(alpha), float(w_max), float(m_min)
         self.reweight_w, self.reweight_m = float(reweight_w), float(reweight_m)
@@ -192,10 +194,8 @@ class AdaptiveEntropyCoef:
         coef_max: float = 0.01,
         init: float = 0.001,
     ) -> None:
-        if not (math.isfinite(target_entropy) and target_entropy >= 0.0):
-            raise ValueError(f"target_entropy={target_entropy} must be a finite value >= 0")
-        if not (math.isfinite(step) and step >= 0.0):
-            raise ValueError(f"step={step} must be a finite value >= 0")
+        _check_non_negative("target_entropy", target_entropy)
+        _check_non_negative("step", step)
         if not (0.0 <= coef_min <= coef_max and math.isfinite(coef_max)):
             raise ValueError(
                 f"coef_min={coef_min}, coef_max={coef_max} must satisfy 0 <= coef_min <= coef_max"

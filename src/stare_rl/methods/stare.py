@@ -29,20 +29,9 @@ WEIGHT_CONTROLS = ("fixed", "paper")
 
 
 @dataclass(frozen=True)
-class StareConfig:
-    """STARE hyper-parameters; defaults are the paper's 7B recipe (STARE README / run script, §5).
+class StareControlFields:
+    """The fields every STARE-style config shares: W and M, the gate's target (§4.3) and the W/M control (§4.4)."""
 
-    For 14B/32B models the authors recommend the milder ``reweight_w=1.05, reweight_m=0.95``.
-    """
-
-    variant: str = field(
-        default="O1",
-        metadata={"help": "O1: W on L+ only (the paper's default). C2: W on L+ and M on L- (two-sided)."},
-    )
-    top_p_ratio: float = field(
-        default=0.1,
-        metadata={"help": "P in [0, 1]: fraction of each advantage-sign set selected by surprisal."},
-    )
     reweight_w: float = field(
         default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."}
     )
@@ -53,13 +42,6 @@ class StareConfig:
         default=0.3,
         metadata={
             "help": "H_tgt >= 0: the gate is on while the batch token-mean entropy is below it (§4.3)."
-        },
-    )
-    selection_scope: str = field(
-        default="batch",
-        metadata={
-            "help": "batch: select inside the batch handed to the loss (reference). global: the engine gathers "
-            "surprisals of the whole global batch and passes thresholds through LossContext."
         },
     )
     weight_control: str = field(
@@ -77,6 +59,30 @@ class StareConfig:
     )
     weight_m_min: float = field(
         default=0.5, metadata={"help": "§4.4 schedule lower bound of M (STARE run script: 0.5)."}
+    )
+
+
+@dataclass(frozen=True)
+class StareConfig(StareControlFields):
+    """STARE hyper-parameters; defaults are the paper's 7B recipe (STARE README / run script, §5).
+
+    For 14B/32B models the authors recommend the milder ``reweight_w=1.05, reweight_m=0.95``.
+    """
+
+    variant: str = field(
+        default="O1",
+        metadata={"help": "O1: W on L+ only (the paper's default). C2: W on L+ and M on L- (two-sided)."},
+    )
+    top_p_ratio: float = field(
+        default=0.1,
+        metadata={"help": "P in [0, 1]: fraction of each advantage-sign set selected by surprisal."},
+    )
+    selection_scope: str = field(
+        default="batch",
+        metadata={
+            "help": "batch: select inside the batch handed to the loss (reference). global: the engine gathers "
+            "surprisals of the whole global batch and passes thresholds through LossContext."
+        },
     )
 
     def __post_init__(self) -> None:

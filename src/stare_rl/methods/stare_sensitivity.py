@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.methods.stare import check_stare_fields, gated_weighted_surrogate, stare_controllers
+from stare_rl.methods.stare import (
+    StareControlFields,
+    check_stare_fields,
+    gated_weighted_surrogate,
+    stare_controllers,
+)
 from stare_rl.registry import register_method
 from stare_rl.selection import topk_count, topk_mask
 from stare_rl.surrogate import SurrogateConfig, token_signs
@@ -34,8 +39,8 @@ from stare_rl.types import LossContext, LossOutput, TokenBatch
 
 
 @dataclass(frozen=True)
-class StareSensitivityConfig:
-    """Extension of STARE (this project's, not the paper's); W, M, P and the target default to STARE's values."""
+class StareSensitivityConfig(StareControlFields):
+    """Extension of STARE (this project's, not the paper's); W, M, P, the target and the W/M control are STARE's."""
 
     variant: str = field(
         default="C2",
@@ -45,23 +50,6 @@ class StareSensitivityConfig:
         default=0.1,
         metadata={"help": "P in [0, 1]: at most ceil(P * |A>0 tokens|) in L+ and ceil(P * |A<0 tokens|) in L-."},
     )
-    reweight_w: float = field(default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."})
-    reweight_m: float = field(
-        default=0.9, metadata={"help": "M in (0, 1]: weight of L- tokens while the gate is on (C2 only)."}
-    )
-    target_entropy: float = field(
-        default=0.3, metadata={"help": "H_tgt >= 0: the STARE gate is on while the batch entropy is below it."}
-    )
-    weight_control: str = field(
-        default="fixed",
-        metadata={"help": "fixed: W and M stay at reweight_w / reweight_m. paper: STARE §4.4 adaptive W/M schedule "
-                  "(the STARE run script's switch)."},
-    )
-    weight_alpha: float = field(
-        default=0.01, metadata={"help": "§4.4 schedule step per generation batch (STARE run script: 0.01)."}
-    )
-    weight_w_max: float = field(default=1.5, metadata={"help": "§4.4 schedule upper bound of W (STARE run script: 1.5)."})
-    weight_m_min: float = field(default=0.5, metadata={"help": "§4.4 schedule lower bound of M (STARE run script: 0.5)."})
 
     def __post_init__(self) -> None:
         check_stare_fields(self)
