@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from _core_batches import EDGE_CASES, edge_case_batch, random_batch
 from stare_rl import LossContext, TokenBatch, aggregate, compute_loss, get_method
 from stare_rl.control import StepObservation
 from stare_rl.methods.entropic import EntroPICConfig, EntroPICController
+from stare_rl.step_control import StepController
 
 
 def _obs(h: float, step: int = 0) -> StepObservation:
@@ -203,3 +205,23 @@ def test_registered_in_verl() -> None:
     from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
 
     assert POLICY_LOSS_REGISTRY["stare_rl.entropic"]._stare_rl_method == "entropic"
+
+
+def test_step_controller_runs_the_method_controller_and_saves_it(tmp_path: Path) -> None:
+    """Through the engine-neutral step controller: H measured over all micro-batches -> alpha in the context,
+    the state saved and restored under the controller's name (no engine or controller file names EntroPIC)."""
+    cfg = EntroPICConfig(target_entropy=0.5, kp=0.2, ki=0.1)
+    micro = [random_batch(s, 3, 6) for s in range(3)]
+    h = float(sum((b.entropy * b.mask).sum() for b in micro) / sum(b.mask.sum() for b in micro))
+    sc = StepController("entropic", cfg)
+    assert sc.needs_entropy and sorted(sc.controllers) == ["entropic_pi"]
+    ctx = sc.begin_step(micro, step=0)
+    alpha0 = min(max(0.2 * (h - 0.5), -1.0), 1.0)  # first step: no integral yet
+    assert ctx.get("entropic_alpha") == pytest.approx(alpha0)
+    assert sc.metrics()["entropic_alpha"] == pytest.approx(alpha0)
+    sc.save(tmp_path)
+    fresh = StepController("entropic", cfg)
+    assert fresh.load(tmp_path) and fresh.state_dict() == sc.state_dict()
+    ctx1, ctx1_fresh = sc.begin_step(micro, step=1), fresh.begin_step(micro, step=1)
+    alpha1 = min(max(0.2 * (h - 0.5) + 0.1 * (h - 0.5), -1.0), 1.0)
+    assert ctx1.get("entropic_alpha") == ctx1_fresh.get("entropic_alpha") == pytest.approx(alpha1)
