@@ -135,9 +135,23 @@ def test_edge_cases_are_finite(case: str) -> None:
         assert float(loss.detach()) == 0.0 and bool((grad == 0).all())
 
 
-def test_registered_in_verl() -> None:
+def test_registered_in_verl_and_equal_to_the_core() -> None:
+    """verl's registry has ``stare_rl.archer``; called the way verl calls a policy loss it equals the core."""
     pytest.importorskip("verl")
     import verl  # noqa: F401  (the stare_rl plugin registers on import)
     from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
+    from verl.workers.config import FSDPActorConfig
 
-    assert POLICY_LOSS_REGISTRY["stare_rl.archer"]._stare_rl_method == "archer"
+    from stare_rl.engines import verl as V
+
+    fn = POLICY_LOSS_REGISTRY["stare_rl.archer"]
+    assert fn._stare_rl_method == "archer"
+    batch = random_batch(3, 4, 7)
+    pl = V.StareRLPolicyLossConfig()
+    cfg = FSDPActorConfig(policy_loss=pl, rollout_n=4, ppo_micro_batch_size_per_gpu=2, clip_ratio_low=0.2,
+                          clip_ratio_high=0.28)
+    with V.step_state(V.StepState(entropy=batch.entropy)):
+        loss, metrics = fn(batch.old_log_prob, batch.log_prob, batch.advantages, batch.mask, "token-mean", cfg)
+    out = compute_loss("archer", batch, V.method_config("archer", pl), V.surrogate_config(cfg, "token-mean"))
+    torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask), rtol=1e-6, atol=1e-7)
+    assert "actor/pg_clipfrac" in metrics

@@ -199,12 +199,34 @@ def test_edge_cases_are_finite(case: str) -> None:
         assert float(loss.detach()) == 0.0 and bool((grad == 0).all())
 
 
-def test_registered_in_verl() -> None:
+def test_registered_in_verl_and_alpha_from_the_driver_state() -> None:
+    """verl's registry has ``stare_rl.entropic``; with the exact entry point's controller state (what its driver
+    sends each step) the verl loss uses that alpha and equals the core."""
     pytest.importorskip("verl")
     import verl  # noqa: F401  (the stare_rl plugin registers on import)
     from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
+    from verl.workers.config import FSDPActorConfig
 
-    assert POLICY_LOSS_REGISTRY["stare_rl.entropic"]._stare_rl_method == "entropic"
+    from stare_rl.engines import verl as V
+
+    fn = POLICY_LOSS_REGISTRY["stare_rl.entropic"]
+    assert fn._stare_rl_method == "entropic"
+    base = random_batch(3, 4, 7)
+    batch = TokenBatch(base.log_prob.detach() * 0.02, base.old_log_prob * 0.02, base.advantages, base.mask)
+    batch.log_prob.requires_grad_(True)  # most tokens now have pi > 0.95
+    pl = V.StareRLPolicyLossConfig()
+    cfg = FSDPActorConfig(policy_loss=pl, rollout_n=4, ppo_micro_batch_size_per_gpu=2, clip_ratio_low=0.2,
+                          clip_ratio_high=0.28)
+    driver = EntroPICController.from_config(V.method_config("entropic", pl))
+    driver.update(_obs(0.6))  # e = 0.5 -> alpha = 0.5
+    with V.step_state(V.StepState(controllers={"entropic_pi": driver.state_dict()})):
+        loss, metrics = fn(batch.old_log_prob, batch.log_prob, batch.advantages, batch.mask, "token-mean", cfg)
+    assert metrics["actor/entropic/entropic_alpha"] == pytest.approx(0.5)
+    sur = V.surrogate_config(cfg, "token-mean")
+    out = compute_loss("entropic", batch, EntroPICConfig(), sur, _ctx(0.5))
+    torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask), rtol=1e-6, atol=1e-7)
+    van = aggregate(compute_loss("vanilla", batch, None, sur).token_loss, batch.mask)
+    assert abs(float(loss.detach()) - float(van.detach())) > 1e-3
 
 
 def test_step_controller_runs_the_method_controller_and_saves_it(tmp_path: Path) -> None:
