@@ -48,10 +48,8 @@ def test_shipped_grid_has_every_method_and_identical_budgets() -> None:
 
 
 def test_countdown_cot_grid_same_budget_for_all_and_cells_parse() -> None:
-    import dataclasses
-
+    from stare_rl.analysis.grid import restrict
     from stare_rl.commands.compare import validate_cells
-    from stare_rl.compare import restrict
     from stare_rl.registry import get_method, list_methods
 
     grid = load_grid(str(resources.files("stare_rl").joinpath("configs", "compare_cot.yaml")))
@@ -65,8 +63,11 @@ def test_countdown_cot_grid_same_budget_for_all_and_cells_parse() -> None:
         assert len({str(grid.cell_config(m).get(key)) for m in grid.methods}) == 1, key
     assert grid.cell_config("kl_cov")["num_iterations"] == 2 and grid.cell_config("clip_cov")["num_iterations"] == 2
     # every cell parses with stare train's parser, except those waiting for a method / field still to land
-    fields = {f.name for f in dataclasses.fields(get_method("stare").config_cls)}
-    pending = {"entropic"} - set(list_methods()) | ({"stare_auto"} if "weight_control" not in fields else set())
+    pending = {"entropic"} - set(list_methods())
+    try:
+        get_method("stare").config_cls(weight_control="auto")
+    except (TypeError, ValueError):  # the self-calibrating controller (issue #10) has not landed yet
+        pending.add("stare_auto")
     plans = validate_cells(restrict(grid, methods=[m for m in grid.methods if m not in pending]))
     assert plans["grpo"].warmstart.warmstart_config().hidden_size == 64
 

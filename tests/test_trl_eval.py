@@ -16,9 +16,9 @@ from stare_rl.runlog import read_metrics  # noqa: E402
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     path = tmp_path_factory.mktemp("tiny")
     tok = build_char_tokenizer(get_task("arithmetic").alphabet)
