@@ -1,6 +1,7 @@
 """Print the calibration numbers of `stare train` run directories on countdown_cot (docs/results/countdown_cot).
 
     python docs/results/countdown_cot/calib_summary.py RUN_DIR [RUN_DIR ...]
+    python docs/results/countdown_cot/calib_summary.py --md NAME RUN_DIR [NAME RUN_DIR ...]   # markdown
 
 Per run: the batch entropy right after the warm start (first logged step) and at the end (mean of the last 5
 steps), their ratio and the first step below 30 % of the start; the held-out curve (step 0 = the warm start);
@@ -67,7 +68,34 @@ def summary(run: Path) -> dict:
     }
 
 
+def markdown(s: dict, name: str) -> str:
+    """The run's numbers as the markdown block of calibration.md."""
+    pct = lambda v: "–" if v is None else f"{100 * v:.2f} %"  # noqa: E731
+    lines = [f"**{name}** (`{s['run']}`, logged up to step {s['steps']}):", "",
+             f"* batch entropy (`actor/entropy`): {s['entropy_start']:.3f} at step 1 (right after the warm start) "
+             f"-> {s['entropy_end_mean_last5']:.3f} (mean of the last 5 steps), ratio "
+             f"**{s['entropy_ratio']:.2f}**, min {s['entropy_min']:.3f}; first step below 30 %: "
+             f"{s['first_step_below_30pct'] or 'none'}",
+             f"* (A > 0, surprisal > H) tokens: **{pct(s['pos_high_frac_mean'])}** of valid tokens (mean over steps; "
+             f"first 50 steps {pct(s['pos_high_frac_first50'])}, last 50 {pct(s['pos_high_frac_last50'])}); "
+             f"tokens with A = 0: {pct(s['zero_adv_frac_mean'])}; share among A != 0 tokens "
+             f"{pct(s['pos_high_share_of_gradient_tokens'])}, among A > 0 tokens {pct(s['pos_high_share_of_pos_tokens'])}",
+             f"* training reward: {s['train_reward_first20']:.3f} (first 20 steps) -> {s['train_reward_last20']:.3f} "
+             f"(last 20); median wall time per step {s['step_time_s_median']:.1f} s", "",
+             "| step | held-out pass@1 | pass@8 | pass@32 | greedy | length | sampling entropy |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in s["curve"]:
+        lines.append(f"| {c['step']} | {c['pass@1']:.3f} | {c['pass@8']:.3f} | {c['pass@32']:.3f} | "
+                     f"{c['greedy_acc']:.3f} | {c['response_length']:.1f} | {c['entropy']:.3f} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--md":  # --md NAME RUN_DIR [NAME RUN_DIR ...]
+        args = sys.argv[2:]
+        print("\n\n".join(markdown(summary(Path(run)), name) for name, run in zip(args[::2], args[1::2],
+                                                                                  strict=True)))
+        sys.exit(0)
     for arg in sys.argv[1:]:
         s = summary(Path(arg))
         curve = s.pop("curve")
