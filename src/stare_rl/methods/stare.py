@@ -9,12 +9,13 @@ and additionally by M < 1 on L- (variant C2); everything else keeps weight 1.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import torch
 
 from stare_rl.registry import register_method
-from stare_rl.selection import select_top_fraction, top_fraction_threshold
+from stare_rl.selection import count_true, select_top_fraction, top_fraction_threshold
 from stare_rl.surrogate import SurrogateConfig, TokenSigns, clipped_surrogate, token_signs
 from stare_rl.tokens import surprisal
 from stare_rl.types import LossContext, LossOutput, TokenBatch
@@ -180,12 +181,29 @@ def stare_loss(
 def _stare_weights(
     l_plus: torch.Tensor, l_minus: torch.Tensor, w: float, m: float, variant: str, dtype: torch.dtype
 ) -> torch.Tensor:
-    """``(B, T)`` omega: W on L+, M on L- (C2 only), 1 elsewhere; no gradient."""
+    """``(B, T)`` omega: W on L+, M on L- (C2 only), 1 elsewhere; no gradient.
+
+    Arithmetic ``1 + (W - 1) 1[L+] (+ (M - 1) 1[L-])`` on a uint8 view of the masks: on CPU ~5x cheaper than
+    ``where`` / ``masked_fill``; used only where ``1 + (x - 1)`` rounds back to exactly ``x`` in ``dtype``.
+    """
     dev = l_plus.device
-    weights = torch.where(l_plus, torch.tensor(w, dtype=dtype, device=dev), torch.tensor(1.0, dtype=dtype, device=dev))
-    if variant == "C2":
-        weights.masked_fill_(l_minus, m)  # in place on the fresh tensor
+    c2 = variant == "C2"
+    if not (_one_plus_exact(w, dtype) and (not c2 or _one_plus_exact(m, dtype))):
+        weights = torch.where(l_plus, torch.tensor(w, dtype=dtype, device=dev), torch.tensor(1.0, dtype=dtype, device=dev))
+        if c2:
+            weights.masked_fill_(l_minus, m)  # in place on the fresh tensor
+        return weights
+    weights = l_plus.view(torch.uint8).to(dtype).mul_(w - 1.0).add_(1.0)  # (B, T) W on L+, 1 elsewhere
+    if c2:  # L- is disjoint from L+: 1 + (M - 1) there
+        weights.add_(l_minus.view(torch.uint8).to(dtype).mul_(m - 1.0))
     return weights
+
+
+@functools.lru_cache(maxsize=64)
+def _one_plus_exact(x: float, dtype: torch.dtype) -> bool:
+    """Whether ``1 + (x - 1)`` computed in ``dtype`` (as the weights are) equals ``x`` in ``dtype`` exactly."""
+    one = torch.ones(1, dtype=dtype).mul_(x - 1.0).add_(1.0)
+    return bool(one[0] == torch.tensor(x, dtype=dtype))
 
 
 def _stare_metrics(
@@ -202,31 +220,28 @@ def _stare_metrics(
 ) -> dict[str, torch.Tensor]:
     """Detached scalar metrics; fractions are over the valid tokens of this batch (counts, no float sums)."""
     dev, dt = batch.log_prob.device, batch.log_prob.dtype
-    count = torch.count_nonzero
-    n_valid = int(count(batch.mask > 0)) if valid is None else int(count(valid))  # bool counts are cheap
-    n_pos, n_neg, k_plus = (int(count(x)) for x in (t_plus, t_minus, l_plus))
-    k_minus = int(count(l_minus)) if cfg.variant == "C2" else 0
+    n_valid = count_true(batch.mask > 0) if valid is None else count_true(valid)  # bool counts are cheap
+    n_pos, n_neg, k_plus = (count_true(x) for x in (t_plus, t_minus, l_plus))
+    k_minus = count_true(l_minus) if cfg.variant == "C2" else 0
     denom = float(max(n_valid, 1))
     weight_sum = n_valid + ((w - 1.0) * k_plus + (m - 1.0) * k_minus if gate_on else 0.0)
-
-    def scalar(x: float) -> torch.Tensor:
-        return torch.tensor(float(x), dtype=dt, device=dev)
-
-    return {
-        "gate_on": scalar(gate_on),
-        "reweight_w": scalar(w),
-        "reweight_m": scalar(m),
-        "top_p_ratio": scalar(cfg.top_p_ratio),
-        "n_pos_candidates": scalar(n_pos),
-        "n_neg_candidates": scalar(n_neg),
-        "k_plus": scalar(k_plus),
-        "k_minus": scalar(k_minus),
-        "pos_candidate_frac": scalar(n_pos / denom),
-        "neg_candidate_frac": scalar(n_neg / denom),
-        "l_plus_frac": scalar(k_plus / denom),
-        "l_minus_frac": scalar(k_minus / denom),
-        "mean_weight": scalar(weight_sum / denom),  # mean of the weights over valid tokens
+    values = {
+        "gate_on": float(gate_on),
+        "reweight_w": w,
+        "reweight_m": m,
+        "top_p_ratio": cfg.top_p_ratio,
+        "n_pos_candidates": n_pos,
+        "n_neg_candidates": n_neg,
+        "k_plus": k_plus,
+        "k_minus": k_minus,
+        "pos_candidate_frac": n_pos / denom,
+        "neg_candidate_frac": n_neg / denom,
+        "l_plus_frac": k_plus / denom,
+        "l_minus_frac": k_minus / denom,
+        "mean_weight": weight_sum / denom,  # mean of the weights over valid tokens
     }
+    scalars = torch.tensor([float(v) for v in values.values()], dtype=dt, device=dev).unbind()  # one allocation
+    return dict(zip(values, scalars, strict=True))
 
 
 def stare_global_thresholds(
