@@ -16,7 +16,9 @@ a high target entropy), ``steer``, ``80/20`` (``high_entropy``, rho = 0.2). Adap
 
 Measured per optimizer step (after ``--warmup`` untimed steps): CPU seconds of the process
 (``time.process_time``, one torch thread: what a shared machine does not inflate) and wall seconds; the
-reported figure per variant is the median over its timed steps, best repeat. Memory: before every step the
+reported figure per variant is the mean over its timed steps (with ``--iterations N`` one generation batch serves N
+optimizer steps: take ``--steps`` a multiple of N), of its least
+disturbed repeat (``x plain``) and the median over repeats (``x (median)``). Memory: before every step the
 kernel's peak-RSS counter is reset (``echo 5 > /proc/self/clear_refs``) and ``VmRSS`` read; after it,
 ``VmHWM``. Step peak = the largest ``VmHWM - VmRSS(before)`` over the timed steps: everything the step
 allocated at its peak (activations, logits tiles, gradients, optimizer temporaries), independent of the
@@ -200,8 +202,8 @@ def main() -> None:
                 raise SystemExit(f"{variant} failed (exit {proc.returncode})")
             res = json.loads(line[len("RESULT "):])
             results[variant].append(res)
-            print(f"repeat {rep + 1} {variant:<8} cpu {statistics.median(res['cpu']):.3f} s/step  "
-                  f"wall {statistics.median(res['wall']):.3f} s/step  peak {max(res['peak_kib']) / 1024:.0f} MiB"
+            print(f"repeat {rep + 1} {variant:<8} cpu {statistics.fmean(res['cpu']):.3f} s/step  "
+                  f"wall {statistics.fmean(res['wall']):.3f} s/step  peak {max(res['peak_kib']) / 1024:.0f} MiB"
                   + ("" if res["gate_on"] is None else f"  gate_on {res['gate_on']:.0f}"), flush=True)
     print_table(args, results, load_before, os.getloadavg())
 
@@ -226,8 +228,11 @@ def print_table(args: argparse.Namespace, results: dict[str, list[dict[str, Any]
                 load_before: tuple[float, ...], load_after: tuple[float, ...]) -> None:
     import torch
 
-    def best(variant: str, key: str) -> float:
-        return min(statistics.median(r[key]) for r in results[variant])
+    def best(variant: str, key: str) -> float:  # the least disturbed run: min over repeats of its mean step
+        return min(statistics.fmean(r[key]) for r in results[variant])
+
+    def typical(variant: str, key: str) -> float:  # median over repeats of the mean step
+        return statistics.median(statistics.fmean(r[key]) for r in results[variant])
 
     def peak(variant: str) -> float:
         return min(max(r["peak_kib"]) for r in results[variant]) / 1024
@@ -240,12 +245,12 @@ def print_table(args: argparse.Namespace, results: dict[str, list[dict[str, Any]
           f"{args.steps} timed steps x {args.repeats} repeats (interleaved, fresh process each)")
     print("load average (1, 5, 15 min): before " + ", ".join(f"{x:.2f}" for x in load_before)
           + "; after " + ", ".join(f"{x:.2f}" for x in load_after) + f"; cpus={os.cpu_count()}")
-    print(f"{'variant':<9}{'cpu s/step':>11}{'x plain':>9}{'wall s/step':>12}{'x plain':>9}"
+    print(f"{'variant':<9}{'cpu s/step':>11}{'x plain':>9}{'x (median)':>11}{'wall s/step':>12}{'x plain':>9}"
           f"{'step peak MiB':>15}{'x plain':>9}{'- plain MiB':>12}")
     for v in results:
         c, w, p = best(v, "cpu"), best(v, "wall"), peak(v)
-        print(f"{v:<9}{c:>11.3f}{c / best(base, 'cpu'):>9.3f}{w:>12.3f}{w / best(base, 'wall'):>9.3f}"
-              f"{p:>15.1f}{p / peak(base):>9.3f}{p - peak(base):>12.1f}")
+        print(f"{v:<9}{c:>11.3f}{c / best(base, 'cpu'):>9.3f}{typical(v, 'cpu') / typical(base, 'cpu'):>11.3f}"
+              f"{w:>12.3f}{w / best(base, 'wall'):>9.3f}{p:>15.1f}{p / peak(base):>9.3f}{p - peak(base):>12.1f}")
     print(f"(one TRL logits tile (tokens x 32768 fp32) here is about {chunk_mib:.0f} MiB)")
 
 
