@@ -17,14 +17,16 @@ TRL private hooks overridden (checked by ``tests/test_trl_engine.py``): :data:`T
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import is_peft_model
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
@@ -147,8 +149,12 @@ class StareGRPOTrainer(GRPOTrainer):
         self.step_control = setup.step_controller()  # group None: the default group spans every rank
         self._ctx: LossContext | None = LossContext()  # None: to be measured by the next training forward
         self._rewards: torch.Tensor | None = None
+        self._capture_old_entropy = False  # set while TRL's own old-log-prob pass may run
+        self._old_entropy: torch.Tensor | None = None  # (B, T) entropies of that pass, for the controllers
         super().__init__(*args, **kwargs)
         check_superseded(self.args)
+        base = self.model.get_base_model() if is_peft_model(self.model) else self.model
+        self._head = LMHeadSwitch(base, self.temperature, self.args.cast_lm_head_to_fp32)
         path = metrics_path or Path(self.args.output_dir) / "metrics.jsonl"
         self.add_callback(MetricsJsonlCallback(path))
         self.remove_callback(PrinterCallback)  # ~60 metrics a step: metrics.jsonl has them, not the console
@@ -162,7 +168,14 @@ class StareGRPOTrainer(GRPOTrainer):
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):  # type: ignore[override]
-        out = super()._generate_and_score_completions(inputs)
+        # TRL's old-log-prob pass (when it makes one) also yields this batch's entropies: keep them for the
+        # controllers instead of paying for another forward (see _update_controllers)
+        self._capture_old_entropy = self.model.training and self._measures_at_generation()
+        self._old_entropy = None
+        try:
+            out = super()._generate_and_score_completions(inputs)
+        finally:
+            self._capture_old_entropy = False
         if not self.model.training or self._rewards is None:
             return out
         n_local = out["completion_ids"].size(0)
@@ -198,14 +211,26 @@ class StareGRPOTrainer(GRPOTrainer):
 
         With ``steps_per_generation == 1`` the first training micro-batch *is* this rank's whole generation
         batch and its forward runs before any update on it, so the measurement is deferred to that forward
-        (``None`` returned) instead of paying for an extra pass; otherwise one no-grad pass measures it here.
+        (``None`` returned) instead of paying for an extra pass. Otherwise, when TRL made its own no-grad
+        old-log-prob pass over this batch (``num_iterations > 1``, misaligned accumulation, vLLM importance
+        sampling), its log-probs and entropies are the measurement (same model state, inputs and chunking:
+        the same numbers); else one no-grad pass measures it here (the one forward plain TRL does not make).
         """
         if not self.step_control.active:
             return LossContext()
-        if self.args.steps_per_generation == 1:
+        if not self._measures_at_generation():
             return None  # measured by the first _compute_loss on this batch
-        logps, entropies = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
-        return self._begin_step(trl_step_batch(out, logps.float(), entropies.float()))
+        old, captured = out.get("old_per_token_logps"), self._old_entropy
+        self._old_entropy = None
+        if old is not None and (captured is not None or not self.step_control.needs_entropy):
+            logps, entropies = old, captured  # (B, T) each: TRL's pass, reused
+        else:
+            logps, entropies = self._forward(self.model, out, compute_entropy=self.step_control.needs_entropy)
+        return self._begin_step(trl_step_batch(out, logps.float(), None if entropies is None else entropies.float()))
+
+    def _measures_at_generation(self) -> bool:
+        """Whether the controllers measure the generation batch before training on it (else: first forward)."""
+        return self.step_control.active and self.args.steps_per_generation > 1
 
     @torch.no_grad()
     def _begin_step(self, batch: TokenBatch) -> LossContext:
@@ -220,6 +245,40 @@ class StareGRPOTrainer(GRPOTrainer):
         return self._step // max(self.args.steps_per_generation * self.num_iterations, 1)
 
     # ----- update side: the loss on one micro-batch -----
+    def _get_per_token_logps_and_entropies(  # type: ignore[override]
+        self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, **kwargs
+    ):
+        """TRL's forward through its fused LM head, with the full-vocabulary entropy only when asked for.
+
+        TRL 1.16 computes the entropy inside the same tile pass as the log-probs on every call; the adapter
+        switches to a log-prob-only head when nobody needs it (:class:`LMHeadSwitch`). During
+        :meth:`_generate_and_score_completions` TRL's own no-grad old-log-prob pass keeps its entropies for the
+        controllers (:meth:`_update_controllers`).
+        """
+        capture = self._capture_old_entropy and not torch.is_grad_enabled()
+        entropy = compute_entropy or capture
+        with self._head.entropy(entropy):
+            logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size, compute_entropy=entropy,
+                **kwargs,
+            )
+        if capture:  # TRL's old-log-prob pass over this generation batch
+            self._old_entropy, self._capture_old_entropy = entropies, False
+            entropies = entropies if compute_entropy else None
+        return logps, entropies, aux
+
+    def _needs_entropy(self, measuring: bool) -> bool:
+        """Whether this training forward needs the full-vocabulary entropy: the method (``needs_entropy``), the
+        entropy bonus (its gradient), the quadrant diagnostics, or the controllers when this forward measures."""
+        setup = self.setup
+        return (
+            self.step_control.spec.needs_entropy
+            or setup.quadrant_metrics
+            or setup.entropy_bonus is not None
+            or setup.adaptive_entropy is not None
+            or (measuring and self.step_control.needs_entropy)
+        )
+
     def _forward(self, model: Any, inputs: dict[str, Any], compute_entropy: bool) -> tuple[torch.Tensor, Any]:
         input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
@@ -237,10 +296,11 @@ class StareGRPOTrainer(GRPOTrainer):
     def _compute_loss(self, model, inputs):  # type: ignore[override]
         if not self.model.training:  # evaluation loss: plain vanilla token-mean, no controller
             return super()._compute_loss(model, inputs)
-        logps, entropies = self._forward(model, inputs, compute_entropy=True)  # (B, T), grad flows
+        measuring = self._ctx is None
+        logps, entropies = self._forward(model, inputs, compute_entropy=self._needs_entropy(measuring))  # (B, T)
         mask = _loss_mask(inputs)  # (B, T)
         batch = trl_token_batch(inputs, logps, entropies)
-        if self._ctx is None:  # first forward on a fresh generation batch (steps_per_generation == 1)
+        if measuring:  # first forward on a fresh generation batch (steps_per_generation == 1)
             self._ctx = self._begin_step(trl_step_batch(inputs, logps, entropies))
         ctx = dataclasses.replace(self._ctx, generator=self._generator())
         out = compute_loss(self.setup.method, batch, self.setup.method_config, self.setup.surrogate, ctx)
@@ -272,9 +332,10 @@ class StareGRPOTrainer(GRPOTrainer):
         n = valid.sum().clamp(min=1.0)
         m: dict[str, torch.Tensor] = {
             "actor/pg_loss": pg_loss,
-            "actor/entropy": (batch.entropy.detach() * valid).sum() / n,
             "stare/mean_weight": (out.token_weights * valid).sum() / n,
         }
+        if batch.entropy is not None:  # computed when the method, a controller or the diagnostics need it
+            m["actor/entropy"] = (batch.entropy.detach() * valid).sum() / n
         for key in ("l_plus", "l_minus"):
             if key in out.masks:
                 m[f"stare/{key}_frac"] = (out.masks[key] & batch.valid).sum() / n
@@ -316,29 +377,68 @@ class StareGRPOTrainer(GRPOTrainer):
             self.step_control.load(checkpoint)
 
 
-def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:
+def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor | None) -> TokenBatch:
     """Translate a TRL completion batch + the policy's per-token log-probs and entropies into a TokenBatch.
 
     Args:
         inputs: TRL's batch (``completion_mask``, ``advantages`` (B,), ``stare_keep``, optional ``tool_mask``
             and ``old_per_token_logps``; absent = on-policy).
-        logps, entropies: ``(B, T)`` of the current policy (TRL's, at the sampling temperature).
+        logps, entropies: ``(B, T)`` of the current policy (TRL's, at the sampling temperature); entropies
+            ``None`` when not computed.
     """
     mask = _loss_mask(inputs)  # (B, T)
     old = inputs.get("old_per_token_logps")
     old = logps.detach() if old is None else old  # on-policy: TRL skips the old forward
     adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
-    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype))
+    entropy = None if entropies is None else entropies.to(logps.dtype)
+    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropy)
 
 
-def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:
+def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor | None) -> TokenBatch:
     """What the step controller sees: :func:`trl_token_batch`, detached. When DAPO dropped every group on every
     rank, the mask covers all completions instead: the controllers measure the policy, not the loss."""
-    batch = trl_token_batch(inputs, logps.detach(), entropies.detach())
+    batch = trl_token_batch(inputs, logps.detach(), None if entropies is None else entropies.detach())
     if float(inputs["stare_norm_tokens"]) == 0:  # global kept-token count (one reduce, done at generation)
         all_mask = _loss_mask({**inputs, "stare_keep": torch.ones_like(inputs["stare_keep"])})  # (B, T)
         batch = dataclasses.replace(batch, mask=all_mask.to(batch.log_prob.dtype))
     return batch
+
+
+class LMHeadSwitch:
+    """TRL 1.16's fused LM head with the entropy on or off per call.
+
+    ``GRPOTrainer.__init__`` patches the model with ``add_fused_lm_head(outputs=("log_probs", "entropy"))``: the
+    entropy is then computed in every call, inside the tile pass that computes the log-probs (one more
+    multiply-add and sum per logit, about 2-6% of a step at V = 151,936 with a small hidden size,
+    docs/benchmarks.md). This keeps that forward and adds a log-prob-only one
+    (``add_fused_lm_head(outputs=("log_probs",))``); :meth:`entropy` selects one for a call. Models whose
+    forward is not TRL's patched one keep it (always with entropy).
+    """
+
+    def __init__(self, model: Any, temperature: float, cast_lm_head_to_fp32: bool) -> None:
+        from trl.trainer.utils import add_fused_lm_head
+
+        self.model = model
+        self.with_entropy = model.__dict__.get("forward")  # TRL's patched, bound forward
+        self.without_entropy = None
+        func = getattr(self.with_entropy, "__func__", None)
+        if func is not None and getattr(func, "__wrapped__", None) is type(model).forward:
+            add_fused_lm_head(model, temperature=temperature, cast_lm_head_to_fp32=cast_lm_head_to_fp32,
+                              outputs=("log_probs",))  # wraps TRL's forward (generation still goes through it)
+            self.without_entropy = model.__dict__["forward"]
+            model.forward = self.with_entropy  # the default stays TRL's own
+
+    @contextlib.contextmanager
+    def entropy(self, needed: bool) -> Iterator[None]:
+        """Within the block, fused calls compute the entropy only if ``needed``."""
+        if needed or self.without_entropy is None:
+            yield
+            return
+        self.model.forward = self.without_entropy
+        try:
+            yield
+        finally:
+            self.model.forward = self.with_entropy
 
 
 def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
