@@ -39,7 +39,7 @@ def _status_kib(field: str) -> int:
 def _child(variant: str, n: int, v: int, dtype_name: str, chunk: int, grad: bool, temperature: float) -> dict:
     import torch
 
-    from stare_rl.tokens import logprobs_and_entropy, token_stats
+    from stare_rl.tokens import logprobs_and_entropy
 
     torch.set_num_threads(1)
     dtype = getattr(torch, dtype_name)
@@ -56,12 +56,7 @@ def _child(variant: str, n: int, v: int, dtype_name: str, chunk: int, grad: bool
         assert ent is not None
         return lp, ent
 
-    def fused(x: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        st = token_stats(x, t, temperature, chunk_size=chunk)
-        assert st.entropy is not None
-        return st.log_prob, st.entropy
-
-    fn = {"naive": naive, "chunked": chunked, "fused": fused}[variant]
+    fn = naive if variant == "naive" else chunked
     fn(logits[:128].clone(), tokens[:128])  # warm-up: one-time library/thread-pool set-up is not counted
     if grad:
         logits.requires_grad_(True)
@@ -97,8 +92,7 @@ def main() -> None:
           f"temperature={args.temperature}, grad={'yes' if args.grad else 'no (torch.no_grad)'}")
     print(f"{'variant':<22}{'peak extra MiB':>15}{'(chunk,V) fp32 MiB':>20}{'x chunk':>9}{'x full fp32':>13}")
     full = n * v * 4 / MiB
-    chunks = [int(c) for c in args.chunks.split(",")]
-    runs = [("naive", 0)] + [("chunked", c) for c in chunks] + [("fused", c) for c in chunks]
+    runs = [("naive", 0)] + [("chunked", int(c)) for c in args.chunks.split(",")]
     sums = []
     for variant, chunk in runs:
         cmd = [sys.executable, __file__, "--child", f"{variant}:{chunk}", "--tokens", str(n), "--vocab", str(v),
@@ -108,7 +102,7 @@ def main() -> None:
         res = json.loads(out.strip())
         sums.append(res["checksum"])
         block = min(chunk, n) * v * 4 / MiB if chunk else full
-        name = "naive log_softmax" if variant == "naive" else f"{variant}, chunk={chunk}"
+        name = "naive log_softmax" if variant == "naive" else f"chunked, chunk={chunk}"
         per_chunk = f"{res['extra_mib'] / block:>9.2f}" if chunk else f"{'-':>9}"
         print(f"{name:<22}{res['extra_mib']:>15.1f}{block:>20.1f}{per_chunk}{res['extra_mib'] / full:>13.2f}")
     spread = max(sums) - min(sums)
