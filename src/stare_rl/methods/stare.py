@@ -19,7 +19,7 @@ import torch
 
 from stare_rl.control import GATE, Controller, StareGate, StareWeightSchedule
 from stare_rl.registry import GlobalStats, register_method
-from stare_rl.selection import count_true, select_top_fraction, top_fraction_threshold
+from stare_rl.selection import count_true, select_top_fraction, top_fraction_threshold, topk_count
 from stare_rl.surrogate import SurrogateConfig, TokenSigns, clipped_surrogate, token_signs
 from stare_rl.tokens import surprisal
 from stare_rl.types import LossContext, LossOutput, TokenBatch
@@ -144,23 +144,35 @@ def stare_selection(
         (no surprisal tensor), with ``s >= t`` as ``log pi <= -t`` (negation is exact).
     """
     signs = token_signs(batch.advantages, batch.mask) if signs is None else signs
+    return _select(batch, cfg, ctx, signs)[:4]
+
+
+def _select(
+    batch: TokenBatch, cfg: StareConfig, ctx: LossContext, signs: TokenSigns
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, tuple[int, int, int, int]]:
+    """:func:`stare_selection` plus the counts ``(|T+|, |T-|, |L+|, |L-|)`` it already knows (no recount)."""
     t_plus, t_minus = signs.positive, signs.negative  # (B, T) A == 0 is in neither set
+    n_pos, n_neg = count_true(t_plus), count_true(t_minus)
     with torch.no_grad():
         lp = batch.log_prob.detach()  # (B, T) selection only
-        l_plus = _top_surprisal(lp, t_plus, cfg.top_p_ratio, ctx.get("surprisal_threshold_pos"))
+        l_plus, k_plus = _top_surprisal(lp, t_plus, n_pos, cfg.top_p_ratio, ctx.get("surprisal_threshold_pos"))
         if cfg.variant == "C2":
-            l_minus = _top_surprisal(lp, t_minus, cfg.top_p_ratio, ctx.get("surprisal_threshold_neg"))
+            l_minus, k_minus = _top_surprisal(lp, t_minus, n_neg, cfg.top_p_ratio,
+                                              ctx.get("surprisal_threshold_neg"))
         else:
-            l_minus = torch.zeros_like(t_minus)
-    return t_plus, t_minus, l_plus, l_minus
+            l_minus, k_minus = torch.zeros_like(t_minus), 0
+    return t_plus, t_minus, l_plus, l_minus, (n_pos, n_neg, k_plus, k_minus)
 
 
 def _top_surprisal(
-    log_prob: torch.Tensor, candidates: torch.Tensor, ratio: float, threshold: float | None
-) -> torch.Tensor:
-    """``(B, T)`` bool: the top ``ratio`` fraction of candidates by surprisal (= smallest log pi)."""
-    neg_threshold = None if threshold is None else -float(threshold)  # s >= t  <=>  log pi <= -t
-    return select_top_fraction(log_prob, candidates, ratio, "ceil", neg_threshold, largest=False)
+    log_prob: torch.Tensor, candidates: torch.Tensor, n_candidates: int, ratio: float, threshold: float | None
+) -> tuple[torch.Tensor, int]:
+    """``(B, T)`` bool: the top ``ratio`` fraction of candidates by surprisal (= smallest log pi), and its size."""
+    if threshold is None:  # batch scope: exactly k = topk_count(ratio, n) tokens (ties ranked)
+        mask = select_top_fraction(log_prob, candidates, ratio, "ceil", largest=False, n_candidates=n_candidates)
+        return mask, topk_count(ratio, n_candidates, "ceil")
+    mask = select_top_fraction(log_prob, candidates, ratio, "ceil", -float(threshold), largest=False)  # s >= t
+    return mask, count_true(mask)
 
 
 def resolve_weights(cfg: object, ctx: LossContext) -> tuple[float, float]:
@@ -242,11 +254,11 @@ def stare_loss(
         after clipping, and token-mean still divides by the number of valid tokens (not the sum of weights).
     """
     signs = token_signs(batch.advantages, batch.mask)  # (B, T) masks shared with the surrogate
-    t_plus, t_minus, l_plus, l_minus = stare_selection(batch, cfg, ctx, signs)
+    t_plus, t_minus, l_plus, l_minus, counts = _select(batch, cfg, ctx, signs)
     token_loss, weights, metrics, gate_on, w, m = gated_weighted_surrogate(
         batch, cfg, surrogate, ctx, signs, l_plus, l_minus
     )
-    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, t_plus, t_minus, l_plus, l_minus, signs.valid))
+    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, counts, signs.valid))
     return LossOutput(
         token_loss=token_loss,
         token_weights=weights,
@@ -289,17 +301,14 @@ def _stare_metrics(
     gate_on: bool,
     w: float,
     m: float,
-    t_plus: torch.Tensor,
-    t_minus: torch.Tensor,
-    l_plus: torch.Tensor,
-    l_minus: torch.Tensor,
+    counts: tuple[int, int, int, int],
     valid: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Detached scalar metrics; fractions are over the valid tokens of this batch (counts, no float sums)."""
+    """Detached scalar metrics from the selection's counts ``(|T+|, |T-|, |L+|, |L-|)``; fractions are over the
+    valid tokens of this batch."""
     dev, dt = batch.log_prob.device, batch.log_prob.dtype
     n_valid = count_true(batch.mask > 0) if valid is None else count_true(valid)  # bool counts are cheap
-    n_pos, n_neg, k_plus = (count_true(x) for x in (t_plus, t_minus, l_plus))
-    k_minus = count_true(l_minus) if cfg.variant == "C2" else 0
+    n_pos, n_neg, k_plus, k_minus = counts
     denom = float(max(n_valid, 1))
     weight_sum = n_valid + ((w - 1.0) * k_plus + (m - 1.0) * k_minus if gate_on else 0.0)
     values = {
