@@ -126,10 +126,11 @@ def topk_mask(
     """``(B, T)`` bool: exactly the k candidates with the largest (or smallest) value (batch scope).
 
     Fast path: the k-th extreme candidate value by one selection (numpy's ``partition`` on CPU,
-    :func:`_select_k_cpu`; ``torch.kthvalue`` with a pre-filter elsewhere) and one comparison. If ties at that value would select more than k, the candidates are ranked in row-major order with
-    ``torch.topk`` instead (the reference behaviour; ``largest=False`` ranks the negated values, so that
-    selecting the smallest ``x`` breaks ties exactly like selecting the largest ``-x``). ``k`` is clamped to
-    the number of candidates (``n_candidates`` when the caller already counted them); k <= 0 selects nothing.
+    :func:`_select_k_cpu`; ``torch.kthvalue`` with a pre-filter elsewhere) and one comparison. If ties at that
+    value would select more than k, the candidates are ranked in row-major order with ``torch.topk`` instead
+    (the reference behaviour; ``largest=False`` ranks the negated values, so that selecting the smallest ``x``
+    breaks ties exactly like selecting the largest ``-x``). ``k`` is clamped to the number of candidates
+    (``n_candidates`` when the caller already counted them); k <= 0 selects nothing.
     """
     n = count_true(candidates) if n_candidates is None else n_candidates
     k = min(int(k), n)
