@@ -2,8 +2,9 @@
 
 This is the only module that imports ``trl``. It translates, nothing more:
 
-- tensors: TRL's completion batch -> :class:`~stare_rl.types.TokenBatch` (TRL's own per-token log-probs and
-  full-vocabulary entropies, computed at the sampling temperature) -> ``compute_loss`` + ``aggregate``;
+- tensors: TRL's completion batch -> :class:`~stare_rl.types.TokenBatch` (TRL's own per-token log-probs and,
+  where the method, an entropy bonus, the controllers' measuring forward or the quadrant diagnostics need
+  them, full-vocabulary entropies, at the sampling temperature) -> ``compute_loss`` + ``aggregate``;
 - controllers: once per generation batch, before any update on it, the batch (current policy's log-probs and
   entropies) goes to :meth:`StepController.begin_step <stare_rl.step_control.StepController.begin_step>`
   (measure H -> the method's controllers and the adaptive entropy coefficient -> global statistics); the
