@@ -170,11 +170,12 @@ def steer_loss(
         n_valid = count_true(valid)
         zero = omega.new_zeros(())
         # the weight map is monotone decreasing in |Omega|: the extreme weights sit at the extreme |Omega|
+        w_lo, w_hi = _map_omega(torch.stack([local_max, local_min]), o_max, o_min, cfg).unbind()  # one map call
         metrics.update(
             {
                 "token_weights_mean": weights.sum() / n_valid if n_valid else zero,
-                "token_weights_min": _map_omega(local_max, o_max, o_min, cfg) if n_valid else zero,
-                "token_weights_max": _map_omega(local_min, o_max, o_min, cfg) if n_valid else zero,
+                "token_weights_min": w_lo if n_valid else zero,
+                "token_weights_max": w_hi if n_valid else zero,
                 "omega_abs_max": local_max,
                 "omega_abs_min": local_min,
             }
