@@ -53,7 +53,7 @@ STARE_SCRIPT = {
     f"{R}.dtype": "float16", "trainer.save_freq": 10, "trainer.test_freq": 10, "trainer.val_before_train": False,
 }
 STARE_METHOD = {f"{A}.policy_loss.stare_{k}": v for k, v in dict(
-    variant="O1", top_p_ratio=0.1, reweight_w=1.1, reweight_m=0.9, target_entropy=0.3, adaptive=False).items()}
+    variant="O1", top_p_ratio=0.1, reweight_w=1.1, reweight_m=0.9, target_entropy=0.3).items()}
 STEER_SCRIPT = {
     **SHARED_SCRIPT, "data.train_batch_size": 512, f"{A}.ppo_mini_batch_size": 32,
     f"{A}.ppo_micro_batch_size_per_gpu": 8, f"{A}.use_dynamic_bsz": False, f"{R}.log_prob_micro_batch_size_per_gpu": 8,
