@@ -48,6 +48,7 @@ from stare_rl.engines.verl import (
     make_schedule,
     method_config,
 )
+from stare_rl.engines.verl_check import require_plugin
 from stare_rl.types import TokenBatch
 
 logger = logging.getLogger(__name__)
@@ -231,6 +232,7 @@ class StareRLTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-
 
 
 def _main(config: Any) -> None:
+    require_plugin()  # verl hides plugin import errors: fail here, not with "unknown loss_mode" in a worker
     auto_set_device(config)
     if not config.trainer.use_v1 or config.trainer.v1.trainer_mode not in ("sync", TRAINER_MODE):
         raise ValueError("stare_rl.engines.verl_main needs trainer.use_v1=True and trainer.v1.trainer_mode=stare_rl "
