@@ -194,7 +194,8 @@ def test_global_scope_thresholds_reach_the_loss(tmp_path: Path, accumulation: in
 
 def test_dynamic_sampling_drops_constant_groups(tmp_path: Path) -> None:
     """Every group agrees -> every row dropped: zero loss, no update, nothing NaN."""
-    trainer = make_trainer(tmp_path, "vanilla", method_args={"dynamic_sampling": True}, reward=constant_reward)
+    trainer = make_trainer(tmp_path, "vanilla", method_args={"dynamic_sampling": True, "dynamic_sampling_mode": "mask"},
+                           reward=constant_reward)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     for rec in step_logs(trainer):
@@ -202,9 +203,67 @@ def test_dynamic_sampling_drops_constant_groups(tmp_path: Path) -> None:
         assert rec["loss"] == 0.0 and rec["actor/grad_norm"] == 0.0
     assert all(torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
 
-    trainer = make_trainer(tmp_path / "b", "vanilla", method_args={"dynamic_sampling": True})
+    trainer = make_trainer(tmp_path / "b", "vanilla", method_args={"dynamic_sampling": True,
+                                                                   "dynamic_sampling_mode": "mask"})
     trainer.train()
     assert all(r["stare/dynamic_sampling_kept"] > 0.5 for r in step_logs(trainer))
+
+
+def half_constant_reward(prompts: list, completions: list, **kwargs: Any) -> list[float]:
+    """Constant 0 for prompts whose text starts with an even digit (no spread), the digit fraction otherwise."""
+    out = []
+    for p, c in zip(prompts, completions, strict=True):
+        text = p if isinstance(p, str) else p[-1]["content"]
+        out.append(0.0 if int(text[0]) % 2 == 0 else digit_reward([p], [c])[0])
+    return out
+
+
+def record_batches(trainer: StareGRPOTrainer) -> tuple[list[int], list[int]]:
+    """Rows of every loss micro-batch, and the reward calls (= generation rounds) per generation batch."""
+    sizes: list[int] = []
+    rounds: list[int] = []
+    compute, rewards, generate = trainer._compute_loss, trainer._calculate_rewards, trainer._generate_and_score_completions
+
+    def counted_rewards(*a: Any) -> Any:
+        rounds[-1] += 1
+        return rewards(*a)
+
+    def counted_generate(inputs: Any) -> Any:
+        rounds.append(0)
+        return generate(inputs)
+
+    trainer._compute_loss = lambda model, inputs: (sizes.append(inputs["completion_ids"].shape[0]), compute(model, inputs))[1]
+    trainer._calculate_rewards = counted_rewards
+    trainer._generate_and_score_completions = counted_generate
+    return sizes, rounds
+
+
+def test_refill_keeps_the_batch_full_of_informative_groups(tmp_path: Path) -> None:
+    """DAPO refill: more rounds until every group in the batch has reward spread; the batch size never changes."""
+    trainer = make_trainer(tmp_path, "vanilla", method_args={"dynamic_sampling": True}, reward=half_constant_reward,
+                           max_steps=3)
+    sizes, rounds = record_batches(trainer)
+    trainer.train()
+    assert sizes == [16] * 3  # per_device_train_batch_size rows in every update
+    logs = step_logs(trainer)
+    for rec, n_rounds in zip(logs, rounds, strict=True):
+        assert rec["stare/dynamic_sampling_kept"] == 1.0 and rec["stare/dynamic_sampling/short_groups"] == 0.0
+        assert rec["stare/dynamic_sampling/gen_rounds"] == n_rounds >= 1
+    assert max(rounds) >= 2  # about half the prompts give constant groups: the first round alone is short
+
+
+def test_refill_stops_at_max_num_gen_batches(tmp_path: Path) -> None:
+    """No group ever has spread: exactly max_num_gen_batches rounds, the batch filled with masked groups."""
+    trainer = make_trainer(tmp_path, "vanilla", method_args={"dynamic_sampling": True, "max_num_gen_batches": 3},
+                           reward=constant_reward)
+    sizes, rounds = record_batches(trainer)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    assert rounds == [3, 3] and sizes == [16, 16]
+    for rec in step_logs(trainer):
+        assert rec["stare/dynamic_sampling/gen_rounds"] == 3.0 and rec["stare/dynamic_sampling/short_groups"] == 4.0
+        assert rec["stare/dynamic_sampling_kept"] == 0.0 and rec["loss"] == 0.0
+    assert all(torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
 
 
 def test_superseded_trl_loss_fields_are_rejected(tmp_path: Path) -> None:

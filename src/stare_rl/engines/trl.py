@@ -33,6 +33,7 @@ from stare_rl.advantages import compute_advantages, dynamic_sampling_mask
 from stare_rl.aggregate import aggregate
 from stare_rl.analysis.quadrants import quadrant_stats
 from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
+from stare_rl.refill import GroupRefill, take_rows
 from stare_rl.registry import compute_loss
 from stare_rl.runlog import TRAIN_SUMMARY_FILE, MetricsWriter, write_json_atomic
 from stare_rl.train_config import LossSetup
@@ -55,6 +56,8 @@ _FORWARD_KEYS = (
     "pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes", "num_tiles",
     "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids",
 )
+# Row tensors of a TRL batch that TRL pads on the left (everything else is padded on the right).
+_LEFT_PADDED = ("prompt_ids", "prompt_mask")
 # TRL metric name -> verl name.
 _VERL_NAMES = {
     "reward": "critic/score/mean",
@@ -149,6 +152,10 @@ class StareGRPOTrainer(GRPOTrainer):
         self._rewards: torch.Tensor | None = None
         super().__init__(*args, **kwargs)
         check_superseded(self.args)
+        if setup.dynamic_sampling and setup.dynamic_sampling_mode == "refill" and not hasattr(
+                self.train_dataset, "__getitem__"):
+            raise ValueError("dynamic_sampling_mode='refill' draws extra prompts by index and needs a map-style "
+                             "train dataset; use dynamic_sampling_mode='mask' with an iterable dataset")
         path = metrics_path or Path(self.args.output_dir) / "metrics.jsonl"
         self.add_callback(MetricsJsonlCallback(path))
         self.remove_callback(PrinterCallback)  # ~60 metrics a step: metrics.jsonl has them, not the console
@@ -165,21 +172,87 @@ class StareGRPOTrainer(GRPOTrainer):
         out = super()._generate_and_score_completions(inputs)
         if not self.model.training or self._rewards is None:
             return out
+        rewards = self._combined_rewards()  # (N_global,)
+        refill_keep = None
+        if self.setup.dynamic_sampling and self.setup.dynamic_sampling_mode == "refill":  # DAPO §3.2
+            out, rewards, refill_keep = self._refill(out, rewards)
         n_local = out["completion_ids"].size(0)
         local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
-        weights = self.reward_weights.to(self._rewards.device)
-        rewards = torch.nan_to_num((self._rewards * weights).nansum(dim=1), nan=0.0)  # (N_global,)
         adv = compute_advantages(self.setup.advantage_estimator, rewards, group_size=self.num_generations)
         out["advantages"] = adv[local].to(out["advantages"].dtype)  # (B,) replaces TRL's estimator
         keep = torch.ones(n_local, device=rewards.device)
-        if self.setup.dynamic_sampling:  # DAPO §3.2
+        if refill_keep is not None:
+            keep = refill_keep[local].to(rewards.device)
+        elif self.setup.dynamic_sampling:  # DAPO §3.2, mask mode: the constant groups leave the loss
             keep = dynamic_sampling_mask(rewards, group_size=self.num_generations)[local].float()
+        if self.setup.dynamic_sampling:
             self._metrics["train"]["stare/dynamic_sampling_kept"].append(float(keep.mean()))
         out["stare_keep"] = keep  # (B,) 1 = the row takes part in the loss
         mask = _loss_mask(out)  # (B, T)
         out["stare_norm_tokens"], out["stare_norm_seqs"] = self._window_normalizers(mask)  # 0-dim each
         self._ctx = self._update_controllers(out)
         return out
+
+    def _combined_rewards(self) -> torch.Tensor:
+        """``(N_global,)`` weighted sum of the reward functions of the last generation (NaN -> 0)."""
+        weights = self.reward_weights.to(self._rewards.device)
+        return torch.nan_to_num((self._rewards * weights).nansum(dim=1), nan=0.0)
+
+    # ----- DAPO refill: generate more groups until the batch is full of informative ones -----
+    def _refill(self, out: dict[str, Any], rewards: torch.Tensor) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor]:
+        """DAPO §3.2 / the STARE script's ``filter_groups``: rounds of fresh prompts until the generation batch
+        holds as many groups with reward spread as it has groups, at most ``max_num_gen_batches`` rounds.
+
+        Returns this rank's rows of the final batch (same size as TRL's), the global rewards ``(N_global,)``
+        and the global keep flags (0 only for constant groups used to fill a batch left short at the limit).
+        """
+        n_local = out["completion_ids"].size(0)
+        refill = GroupRefill(
+            group_size=self.num_generations, target_groups=rewards.numel() // self.num_generations,
+            max_rounds=self.setup.max_num_gen_batches, left_pad_keys=_LEFT_PADDED,
+            pad_values={"prompt_ids": self._tokenizer.pad_token_id, "completion_ids": self._tokenizer.pad_token_id},
+        )
+        refill.add(self._gather_rows(out), rewards)
+        while not refill.done:
+            more = super()._generate_and_score_completions(self._refill_prompts(refill.rounds))
+            refill.add(self._gather_rows(more), self._combined_rewards())
+        rows, rewards, keep, metrics = refill.result()
+        for key, value in metrics.items():
+            self._metrics["train"][f"stare/{key}"].append(value)
+        start = self.accelerator.process_index * n_local
+        mine = take_rows(rows, torch.arange(start, start + n_local))
+        mine["num_items_in_batch"] = self.accelerator.reduce(mine["completion_mask"].sum(), reduction="sum")
+        return mine, rewards, keep
+
+    def _gather_rows(self, out: dict[str, Any]) -> dict[str, Any]:
+        """Every rank's rows of a TRL batch (row tensors padded to one length, lists gathered); totals dropped."""
+        from accelerate.utils import gather_object, pad_across_processes
+
+        rows: dict[str, Any] = {}
+        for key, value in out.items():
+            if isinstance(value, torch.Tensor):
+                if value.dim() == 0:
+                    continue  # a batch total, recomputed for the final batch
+                if value.dim() >= 2:
+                    pad = self._tokenizer.pad_token_id if key.endswith("_ids") else 0
+                    value = pad_across_processes(value, dim=1, pad_index=pad, pad_first=key in _LEFT_PADDED)
+                rows[key] = self.accelerator.gather(value)
+            else:
+                rows[key] = gather_object(list(value)) if self.accelerator.num_processes > 1 else list(value)
+        return rows
+
+    def _refill_prompts(self, round_index: int) -> list[dict[str, Any]]:
+        """This rank's share of a refill round: ``refill_batch_multiplier`` generation batches of fresh prompts,
+        each repeated ``num_generations`` times, drawn with a seed of (seed, generation index, round), so a
+        resumed run draws the same prompts."""
+        groups = self.args.generation_batch_size // self.num_generations * self.setup.refill_batch_multiplier
+        gen = torch.Generator().manual_seed(self.args.seed * 1_000_003 + 7_919 * self._generation_index() + round_index)
+        n = len(self.train_dataset)
+        order = torch.cat([torch.randperm(n, generator=gen) for _ in range(-(-groups // n))])[:groups]  # (groups,)
+        index = order.repeat_interleave(self.num_generations)  # (groups * G,) a group's rows are consecutive
+        per_rank = index.numel() // self.accelerator.num_processes
+        start = self.accelerator.process_index * per_rank
+        return [self.train_dataset[int(i)] for i in index[start : start + per_rank]]
 
     def _window_normalizers(self, mask: torch.Tensor) -> torch.Tensor:
         """``[tokens, seqs]`` of one optimizer window per rank, as the aggregate() denominators.
