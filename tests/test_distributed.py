@@ -38,7 +38,8 @@ def _whole() -> TokenBatch:
     shift[3:] = 1.0
     lp = b.log_prob.detach() * (1 + shift)  # (B, T)
     return TokenBatch(
-        lp, lp + (b.old_log_prob - b.log_prob.detach()), b.advantages, b.mask, b.entropy + 2 * shift
+        lp, lp + (b.old_log_prob - b.log_prob.detach()), b.advantages, b.mask, b.entropy + 2 * shift,
+        old_entropy=b.old_entropy + 2 * shift,
     )
 
 
@@ -52,6 +53,7 @@ def _rows(batch: TokenBatch, rows: slice) -> TokenBatch:
         cut(batch.advantages),
         cut(batch.mask),
         cut(batch.entropy),
+        old_entropy=cut(batch.old_entropy),
     )
 
 

@@ -305,3 +305,29 @@ def test_training_goes_on_when_the_reward_function_raises(tmp_path: Path) -> Non
     logs = step_logs(trainer)
     assert [r["step"] for r in logs] == [1, 2]
     assert all(r["reward/errors"] == 16.0 and r["critic/score/mean"] == 0.0 for r in logs)
+
+
+def test_steer_gets_the_old_policys_entropy_from_trls_old_logprob_pass(tmp_path: Path, monkeypatch) -> None:
+    """STEER's H is the old policy's entropy (reference: `entropys` of the log-prob pass). With two updates per
+    generation TRL runs an old log-prob pass; its entropy reaches the loss as old_entropy: equal to the current
+    entropy on the first micro-batch (no update yet), different on the second (after one update)."""
+    import stare_rl.engines.trl as T
+
+    seen: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    real = T.compute_loss
+
+    def recording(name: str, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append((batch.entropy.detach().clone(), batch.old_entropy.clone(), batch.mask.clone()))
+        return real(name, batch, *args, **kwargs)
+
+    monkeypatch.setattr(T, "compute_loss", recording)
+    trainer = make_trainer(tmp_path, "steer", per_device_train_batch_size=8, steps_per_generation=2, max_steps=2)
+    assert trainer._computes_old_logps()
+    trainer.train()
+    assert len(seen) == 2  # one generation batch, two optimizer steps on it (one micro-batch each)
+    for i, (now, old, mask) in enumerate(seen):
+        valid = mask.bool()
+        if i % 2 == 0:  # first micro-batch of a generation: the policy that generated, up to float noise
+            torch.testing.assert_close(old[valid], now[valid], atol=1e-4, rtol=1e-4)
+        else:  # one optimizer step later (lr 1e-3): the current entropy has moved, the old one has not
+            assert float((old[valid] - now[valid]).abs().max()) > 1e-3

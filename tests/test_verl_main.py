@@ -361,8 +361,12 @@ def test_failed_state_write_keeps_the_previous_file(tmp_path: Path) -> None:
 def test_config_errors_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"rollout_correction\.bypass_mode=True"):
         vm.StareRLTrainer(stare_config(tmp_path, **{"algorithm.rollout_correction.bypass_mode": True}))
-    with pytest.raises(ValueError, match=r"actor\.calculate_entropy=False: loss_mode='steer'"):
-        vm.check_config(load("steer_qwen25_math_1p5b", ["actor_rollout_ref.actor.calculate_entropy=false"]))
+    with pytest.raises(ValueError, match=r"actor\.calculate_entropy=False: loss_mode='high_entropy'"):
+        vm.check_config(load("steer_qwen25_math_1p5b", ["actor_rollout_ref.actor.policy_loss.loss_mode=high_entropy",
+                                                        "actor_rollout_ref.actor.calculate_entropy=false"]))
+    vm.check_config(load("steer_qwen25_math_1p5b"))  # STEER: the old entropy verl stores, no entropy in the update
+    with pytest.raises(ValueError, match=r"bypass_mode=True: loss_mode='steer' needs the recomputed"):
+        vm.check_config(load("steer_qwen25_math_1p5b", ["algorithm.rollout_correction.bypass_mode=true"]))
 
 
 # ----------------------------------------------------------------------------- the command line

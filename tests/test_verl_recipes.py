@@ -157,7 +157,7 @@ def test_recipe_composes_validates_and_instantiates(tmp_path: Path, name: str) -
         steer = V.method_config("steer", pl)
         assert (steer.mapping, steer.token_weight_min, steer.selection_scope) == (
             "linear" if method == "steer_linear" else "exp", 0.8, "global")
-        assert actor.calculate_entropy  # STEER needs the actor's entropy in the loss
+        assert not actor.calculate_entropy  # STEER reads the old entropy verl stores; none in the update forward
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("grpo")])

@@ -169,7 +169,7 @@ class StareGRPOTrainer(GRPOTrainer):
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):  # type: ignore[override]
-        out = super()._generate_and_score_completions(inputs)
+        out = self._generate_round(inputs)
         if not self.model.training or self._rewards is None:
             return out
         rewards = self._combined_rewards()  # (N_global,)
@@ -193,6 +193,43 @@ class StareGRPOTrainer(GRPOTrainer):
         self._ctx = self._update_controllers(out)
         return out
 
+    def _generate_round(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        """TRL's generation and scoring of ``inputs``; when TRL also computes the old policy's log-probs and the
+        method needs the old policy's entropy (STEER), that same no-grad pass returns it as ``old_entropy``."""
+        self._capture_old_entropy = (self.model.training and self.setup_needs_old_entropy
+                                     and self._computes_old_logps())
+        self._old_entropy = None
+        try:
+            out = super()._generate_and_score_completions(inputs)
+        finally:
+            self._capture_old_entropy = False
+        if self._old_entropy is not None and "old_per_token_logps" in out:
+            out["old_entropy"] = self._old_entropy  # (B, T), the policy that generated (no update since)
+        self._old_entropy = None
+        return out
+
+    @property
+    def setup_needs_old_entropy(self) -> bool:
+        return self.step_control.spec.needs_old_entropy
+
+    def _computes_old_logps(self) -> bool:
+        """TRL's own rule: an old log-prob pass runs when a generation batch spans optimizer steps, or for vLLM's
+        importance-sampling correction (otherwise old = current, and the current forward's entropy is the old)."""
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        return self.args.gradient_accumulation_steps % generate_every != 0 or bool(
+            self.use_vllm and self.vllm_importance_sampling_correction)
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,  # type: ignore[override]
+                                           *args: Any, compute_entropy: bool = False, **kwargs: Any):
+        capture = getattr(self, "_capture_old_entropy", False) and model is self.model
+        logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, logits_to_keep, *args, compute_entropy=compute_entropy or capture,
+            **kwargs)
+        if capture:  # the first pass of a generation round with the policy itself: TRL's old log-prob pass
+            self._old_entropy, self._capture_old_entropy = entropies.detach(), False
+            entropies = entropies if compute_entropy else None
+        return logps, entropies, aux
+
     def _combined_rewards(self) -> torch.Tensor:
         """``(N_global,)`` weighted sum of the reward functions of the last generation (NaN -> 0)."""
         weights = self.reward_weights.to(self._rewards.device)
@@ -214,7 +251,7 @@ class StareGRPOTrainer(GRPOTrainer):
         )
         refill.add(self._gather_rows(out), rewards)
         while not refill.done:
-            more = super()._generate_and_score_completions(self._refill_prompts(refill.rounds))
+            more = self._generate_round(self._refill_prompts(refill.rounds))
             refill.add(self._gather_rows(more), self._combined_rewards())
         rows, rewards, keep, metrics = refill.result()
         for key, value in metrics.items():
@@ -400,8 +437,13 @@ def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torc
     mask = _loss_mask(inputs)  # (B, T)
     old = inputs.get("old_per_token_logps")
     old = logps.detach() if old is None else old  # on-policy: TRL skips the old forward
+    # the old policy's entropy: from TRL's old log-prob pass when it ran, else the policy has not moved since
+    # generation and the current forward's entropy is the old one
+    old_entropy = inputs.get("old_entropy")
+    old_entropy = entropies.detach() if old_entropy is None else old_entropy
     adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
-    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype))
+    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype),
+                      old_entropy=old_entropy.to(logps.dtype))
 
 
 def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:

@@ -58,9 +58,10 @@ def check_config(config: Any) -> None:
     """Reject, on the driver and before any worker starts, settings the exact path cannot honour."""
     mode, actor = loss_mode(config), config.actor_rollout_ref.actor
     spec = get_method(mode)
-    if spec.gated and (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False):
-        raise ValueError("algorithm.rollout_correction.bypass_mode=True: the exact STARE gate needs the recomputed "
-                         "old log-probs and their entropy; set it to False")
+    bypass = (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False)
+    if (spec.gated or spec.needs_old_entropy) and bypass:
+        raise ValueError(f"algorithm.rollout_correction.bypass_mode=True: loss_mode={mode!r} needs the recomputed "
+                         "old log-probs and their entropy (the exact STARE gate, STEER's H); set it to False")
     if spec.needs_entropy and not actor.get("calculate_entropy", False):
         raise ValueError(f"actor_rollout_ref.actor.calculate_entropy=False: loss_mode={mode!r} needs the actor's "
                          "entropy in the loss; set it to True")
