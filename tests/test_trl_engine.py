@@ -21,6 +21,7 @@ from stare_rl.engines.trl import TRL_HOOKS, TRL_VERSION, StareGRPOConfig, StareG
 from stare_rl.registry import get_method  # noqa: E402
 from stare_rl.surrogate import SurrogateConfig  # noqa: E402
 from stare_rl.train_config import MethodArgs  # noqa: E402
+from stare_rl.types import TokenBatch  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -331,3 +332,57 @@ def test_steer_gets_the_old_policys_entropy_from_trls_old_logprob_pass(tmp_path:
             torch.testing.assert_close(old[valid], now[valid], atol=1e-4, rtol=1e-4)
         else:  # one optimizer step later (lr 1e-3): the current entropy has moved, the old one has not
             assert float((old[valid] - now[valid]).abs().max()) > 1e-3
+
+
+def test_is_ratio_weights_the_policy_term_not_the_entropy_bonus() -> None:
+    """vLLM's sampler/trainer importance ratio multiplies the policy term only (TRL); the bonus is added after."""
+    from stare_rl import LossContext, compute_loss
+    from stare_rl.engines.trl import with_is_ratio_and_bonus
+    from stare_rl.entropy_bonus import EntropyBonusConfig, entropy_bonus
+
+    g = torch.Generator().manual_seed(0)
+    lp = -torch.rand(3, 4, generator=g) - 0.1
+    mask = torch.ones(3, 4)
+    mask[2, 2:] = 0
+    batch = TokenBatch(lp.requires_grad_(), lp.detach() + 0.05, torch.randn(3, 1, generator=g).expand(3, 4) * mask,
+                       mask, entropy=torch.rand(3, 4, generator=g).requires_grad_())
+    out = compute_loss("vanilla", batch)
+    ratio = 0.5 + torch.rand(3, 4, generator=g)
+    got, policy = with_is_ratio_and_bonus(out, batch, ratio, EntropyBonusConfig(coef=0.1), LossContext())
+    bonus = entropy_bonus(batch.entropy, batch.mask, 0.1)
+    torch.testing.assert_close(policy, out.token_loss * ratio)
+    torch.testing.assert_close(got.token_loss, out.token_loss * ratio + bonus)
+    assert not torch.allclose(got.token_loss, (out.token_loss + bonus) * ratio)  # the old, wrong composition
+    same, _ = with_is_ratio_and_bonus(out, batch, None, None, LossContext())  # no vLLM, no bonus: unchanged
+    assert same.token_loss is out.token_loss
+
+
+def test_moe_router_aux_loss_is_added_as_trl_does(tmp_path: Path) -> None:
+    """A Mixture-of-Experts model: the loss carries router_aux_loss_coef x the load-balancing loss (TRL's rule)."""
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    _, tok, ds = tiny_parts()
+
+    def moe_trainer(out: Path, coef: float) -> StareGRPOTrainer:
+        torch.manual_seed(0)
+        cfg = MixtralConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=32, num_hidden_layers=1,
+                            num_attention_heads=2, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                            max_position_embeddings=64, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                            bos_token_id=tok.bos_token_id, router_aux_loss_coef=0.02)
+        model = MixtralForCausalLM(cfg)
+        setup = MethodArgs(method="vanilla").loss_setup(get_method("vanilla").config_cls(), SurrogateConfig())
+        args = StareGRPOConfig(output_dir=str(out), per_device_train_batch_size=16, num_generations=4,
+                               max_completion_length=5, learning_rate=1e-3, max_steps=1, save_strategy="no",
+                               use_cpu=True, seed=0, disable_tqdm=True, report_to="none", router_aux_loss_coef=coef)
+        return StareGRPOTrainer(model=model, reward_funcs=digit_reward, args=args, train_dataset=ds,
+                                processing_class=tok, setup=setup)
+
+    with_aux, without = moe_trainer(tmp_path / "a", 0.5), moe_trainer(tmp_path / "b", 0.0)
+    assert with_aux.aux_loss_enabled and not without.aux_loss_enabled
+    with_aux.train()
+    without.train()
+    (a,), (b,) = step_logs(with_aux), step_logs(without)
+    assert a["aux_loss"] > 0 and "aux_loss" not in b
+    # the optimised loss = the policy term (actor/pg_loss) + coef x aux; without the coefficient, the policy term
+    assert a["loss"] == pytest.approx(a["actor/pg_loss"] + 0.5 * a["aux_loss"], rel=1e-5, abs=1e-6)
+    assert b["loss"] == pytest.approx(b["actor/pg_loss"], rel=1e-5, abs=1e-7)

@@ -314,7 +314,7 @@ class StareGRPOTrainer(GRPOTrainer):
             return LossContext()
         if self.args.steps_per_generation == 1:
             return None  # measured by the first _compute_loss on this batch
-        logps, entropies = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
+        logps, entropies, _ = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
         return self._begin_step(trl_step_batch(out, logps.float(), entropies.float()))
 
     @torch.no_grad()
@@ -330,40 +330,45 @@ class StareGRPOTrainer(GRPOTrainer):
         return self._step // max(self.args.steps_per_generation * self.num_iterations, 1)
 
     # ----- update side: the loss on one micro-batch -----
-    def _forward(self, model: Any, inputs: dict[str, Any], compute_entropy: bool) -> tuple[torch.Tensor, Any]:
+    def _forward(self, model: Any, inputs: dict[str, Any], compute_entropy: bool, compute_aux_loss: bool = False
+                 ) -> tuple[torch.Tensor, Any, Any]:
+        """(log-probs, entropies, MoE router aux loss or None) of the completions, TRL's forward."""
         input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        logps, entropies, _ = self._get_per_token_logps_and_entropies(
+        return self._get_per_token_logps_and_entropies(
             model,
             input_ids,
             attention_mask,
             inputs["completion_ids"].size(1),
             batch_size=self.args.per_device_train_batch_size,
             compute_entropy=compute_entropy,
+            compute_aux_loss=compute_aux_loss,
             **{k: inputs.get(k) for k in _FORWARD_KEYS},
         )
-        return logps, entropies
 
     def _compute_loss(self, model, inputs):  # type: ignore[override]
         if not self.model.training:  # evaluation loss: plain vanilla token-mean, no controller
             return super()._compute_loss(model, inputs)
-        logps, entropies = self._forward(model, inputs, compute_entropy=True)  # (B, T), grad flows
+        logps, entropies, aux_loss = self._forward(model, inputs, compute_entropy=True,
+                                                   compute_aux_loss=self.aux_loss_enabled)  # (B, T), grad flows
         mask = _loss_mask(inputs)  # (B, T)
         batch = trl_token_batch(inputs, logps, entropies)
         if self._ctx is None:  # first forward on a fresh generation batch (steps_per_generation == 1)
             self._ctx = self._begin_step(trl_step_batch(inputs, logps, entropies))
         ctx = dataclasses.replace(self._ctx, generator=self._generator())
         out = compute_loss(self.setup.method, batch, self.setup.method_config, self.setup.surrogate, ctx)
-        policy_token_loss = out.token_loss
+        bonus = None
         if self.setup.entropy_bonus is not None or self.setup.adaptive_entropy is not None:
-            out = add_entropy_bonus(out, batch, self.setup.entropy_bonus or EntropyBonusConfig(), ctx)
-        token_loss = out.token_loss
-        if "importance_sampling_ratio" in inputs:  # vLLM sampler/trainer mismatch correction (TRL semantics)
-            token_loss = token_loss * inputs["importance_sampling_ratio"]
+            bonus = self.setup.entropy_bonus or EntropyBonusConfig()
+        out, policy_token_loss = with_is_ratio_and_bonus(out, batch, inputs.get("importance_sampling_ratio"),
+                                                         bonus, ctx)
         tokens, seqs = float(inputs["stare_norm_tokens"]), float(inputs["stare_norm_seqs"])
         agg = dict(mode=self.setup.surrogate.loss_agg_mode, global_tokens=tokens, global_seqs=seqs,
                    norm_length=self.max_completion_length)
-        loss = aggregate(token_loss, mask, **agg)
+        loss = aggregate(out.token_loss, mask, **agg)
+        if aux_loss is not None:  # MoE load balancing, as TRL adds it (scaled for gradient accumulation)
+            loss = loss + self.router_aux_loss_coef * aux_loss / self.current_gradient_accumulation_steps
+            self._metrics["train"]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean().item())
         with torch.no_grad():
             pg_loss = aggregate(policy_token_loss, mask, **agg) * self.current_gradient_accumulation_steps
             self._log_step_metrics(batch, out, pg_loss)
@@ -424,6 +429,25 @@ class StareGRPOTrainer(GRPOTrainer):
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None:
             self.step_control.load(checkpoint)
+
+
+def with_is_ratio_and_bonus(out: Any, batch: TokenBatch, is_ratio: torch.Tensor | None,
+                            bonus: EntropyBonusConfig | None, ctx: LossContext) -> tuple[Any, torch.Tensor]:
+    """The method's output with vLLM's importance-sampling ratio on the policy term, then the entropy bonus.
+
+    TRL multiplies only its policy term by the sampler/trainer mismatch ratio (``importance_sampling_ratio``,
+    ``(B, T)`` or ``(B, 1)``); a bonus on the trainer's own entropy is not a sample-based estimate and is added
+    unweighted, as TRL adds its KL term after the ratio.
+
+    Returns:
+        (output whose ``token_loss`` is ``ratio * policy + bonus``, the ratio-weighted policy term ``(B, T)``).
+    """
+    if is_ratio is not None:
+        out = dataclasses.replace(out, token_loss=out.token_loss * is_ratio)
+    policy_token_loss = out.token_loss
+    if bonus is not None:
+        out = add_entropy_bonus(out, batch, bonus, ctx)
+    return out, policy_token_loss
 
 
 def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:
