@@ -206,13 +206,13 @@ def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state
     exact = state is not None and state.controllers is not None
     if exact:
         ctrl.load_state_dict(state.controllers)
+    stateful = sorted(set(ctrl.controllers) - {GATE})  # any controller but the gate needs the driver's state
+    if not exact and (stateful or (ctrl.spec.gated and policy_loss.get("stare_gate", "auto") == "exact")):
+        raise ValueError(
+            f"policy_loss.stare_gate='exact' / controllers {stateful} of method {name!r} (e.g. weight_control, "
+            "EntroPIC's PI) need the per-step state of the exact entry point: run "
+            "`python -m stare_rl.engines.verl_main ...` instead of verl.trainer.main_ppo")
     if ctrl.spec.gated and (not exact or policy_loss.get("stare_gate", "auto") == "surprisal"):
-        stateful = sorted(set(ctrl.controllers) - {GATE})
-        if policy_loss.get("stare_gate", "auto") == "exact" or (stateful and not exact):
-            raise ValueError(
-                f"policy_loss.stare_gate='exact' / controllers {stateful} of method {name!r} (e.g. weight_control) "
-                "need the per-step state of the exact entry point: run `python -m stare_rl.engines.verl_main ...` "
-                "instead of verl.trainer.main_ppo")
         # STARE §4.3 gate, plugin-only: E_{a~pi_old}[-log pi_old(a)] = H(pi_old), so the token-mean surprisal of
         # the old policy is an unbiased estimate of the token-mean entropy (micro-batch, all DP ranks).
         # DEVIATION: the reference gates on the exact batch token-mean entropy measured once per step.
