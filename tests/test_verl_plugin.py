@@ -289,3 +289,27 @@ def test_plugin_only_refuses_methods_whose_controllers_need_the_driver() -> None
                 with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):
                     call(f"{V.NAME_PREFIX}{name}", b, actor_config())
     assert "entropic" in owning
+
+
+@pytest.mark.parametrize("name", ["stare", "steer", "kl_cov", "high_entropy"])
+def test_driver_step_stats_make_every_micro_batch_select_as_the_whole_step_batch(name: str) -> None:
+    """selection_scope='global' under the entry point: the driver's statistics of the whole step batch (sent as
+    StepState.step_stats) replace the per-micro-batch gather, so two micro-batches select as one batch does."""
+    from stare_rl.step_control import StepController
+
+    d = make_batch(seed=7)
+    fields = (d["old_log_prob"], d["old_log_prob"], d["advantages"], d["response_mask"].float())
+    whole = TokenBatch(*fields, entropy=d["entropy"], old_entropy=d["old_entropy"])  # before the update
+    pl = V.StareRLPolicyLossConfig()  # verl's default scope: global
+    cfg = V.method_config(name, pl)
+    stats = StepController(name, cfg).global_stats(whole)
+    gate = {"gate_on": True} if name == "stare" else {}
+    ref = compute_loss(name, whole, cfg, context=LossContext(stats={**gate, **stats}))
+    parts = []
+    for rows in (slice(0, 2), slice(2, None)):
+        mb = TokenBatch(*(t[rows] for t in fields), entropy=d["entropy"][rows], old_entropy=d["old_entropy"][rows])
+        state = V.StepState(controllers=driver_state(True) if name == "stare" else {}, step_stats=stats)
+        ctx = V.loss_context(name, mb, cfg, pl, state)  # no process group: the gather must not be needed
+        assert {k: ctx.get(k) for k in stats} == stats
+        parts.append(compute_loss(name, mb, cfg, context=ctx).token_weights)
+    assert torch.equal(torch.cat(parts), ref.token_weights)

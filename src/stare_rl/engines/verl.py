@@ -45,6 +45,7 @@ NAME_PREFIX = "stare_rl."
 CONFIG_CLASS_NAME = "StareRLPolicyLossConfig"
 CONFIG_TARGET = f"{__name__}.{CONFIG_CLASS_NAME}"
 STATE_KEY = "stare_rl_step_state"  # non-tensor key the entry point adds to the actor's update batch
+STATS_KEY = "stare_rl_step_stats"  # ... and the method's global statistics of the whole step batch
 GATE_MODES = ("auto", "surprisal", "exact")
 VERL_SELECTION_SCOPE = "global"  # under verl, selections span all data-parallel ranks by default
 _VERL_METRICS = {"pg_clipfrac", "pg_clipfrac_lower", "ppo_kl"}  # verl's own names, kept as actor/<name>
@@ -59,12 +60,16 @@ class StepState:
             the batch token-mean entropy of the whole step, measured before the update; the §4.4 schedule).
         entropy: ``(B, T)`` detached entropy of the actor at each response token (80/20 mask, sensitivity).
         old_entropy: ``(B, T)`` entropy of the old policy, stored by verl's old log-prob pass (STEER).
+        step_stats: the method's global statistics over the whole step batch (``selection_scope='global'``),
+            computed once by the driver before the update; when None, the loss gathers them per micro-batch
+            over the DP ranks (plugin-only path).
         group: data-parallel process group for the global statistics (verl's ``dp_group``).
     """
 
     controllers: dict[str, Any] | None = None
     entropy: torch.Tensor | None = None
     old_entropy: torch.Tensor | None = None
+    step_stats: dict[str, Any] | None = None
     group: Any = None
 
 
@@ -218,7 +223,13 @@ def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state
         # DEVIATION: the reference gates on the exact batch token-mean entropy measured once per step.
         h_hat = -global_token_mean(batch, "old_log_prob", group)
         ctrl.controllers[GATE].update(StepObservation(entropy=h_hat, step=0, group=group))
-    return ctrl.context([batch])
+    if state is not None and state.step_stats is not None and ctrl.global_stats_enabled:
+        # selection_scope='global': the whole step batch's statistics, computed once by the driver
+        stats = dict(state.step_stats)
+        for controller in ctrl.controllers.values():
+            stats.update(controller.context())
+        return LossContext(stats=stats)
+    return ctrl.context([batch])  # plugin-only global scope: this micro-batch over the DP ranks
 
 
 def verl_token_batch(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advantages: torch.Tensor,
@@ -325,6 +336,8 @@ def exact_ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = No
     old_entropy = None
     if "entropy" in data.keys():  # written by verl's _compute_old_log_prob: the old policy's entropy
         old_entropy = data.select("entropy").to_padded_tensor()["entropy"].detach()  # (B, T), like old_log_probs
-    state = StepState(controllers=raw, entropy=entropy, old_entropy=old_entropy, group=dp_group)
+    step_stats = tu.get_non_tensor_data(data=data, key=STATS_KEY, default=None)
+    state = StepState(controllers=raw, entropy=entropy, old_entropy=old_entropy, step_stats=step_stats,
+                      group=dp_group)
     with step_state(state):
         return ppo_loss(config, model_output, data, dp_group)

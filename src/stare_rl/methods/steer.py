@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 import torch
 
 from stare_rl.registry import GlobalStats, register_method
+from stare_rl.selection import SELECTION_SCOPES
 from stare_rl.surrogate import SurrogateConfig, clipped_surrogate, token_signs
 from stare_rl.tokens import steer_omega_abs
 from stare_rl.types import LossContext, LossOutput, TokenBatch
 
 STEER_MAPPINGS = ("exp", "linear")
-SCOPES = ("batch", "global")
+SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ class SteerConfig:
     selection_scope: str = field(
         default="batch",
         metadata={
-            "help": "batch: max/min |Omega| over the batch handed to the loss (reference). global: the engine "
+            "help": "micro_batch (alias batch): max/min |Omega| over the batch handed to the loss (reference). "
+            "global: the engine "
             "gathers |Omega| of the whole global batch and passes omega_max/omega_min through LossContext."
         },
     )
