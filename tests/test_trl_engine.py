@@ -175,7 +175,7 @@ def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path, 
 
     def entropy(policy: Any, batch: dict[str, Any]) -> float:
         with torch.no_grad():
-            _, ent = trainer._forward(policy, batch, compute_entropy=True)  # (B, T)
+            _, ent, _ = trainer._forward(policy, batch, compute_entropy=True)  # (B, T)
         mask = _loss_mask(batch)
         return float((ent * mask).sum() / mask.sum())
 
