@@ -31,8 +31,8 @@ def test_log_prob_only_head_gives_the_same_log_probs_and_no_entropy(tmp_path: Pa
     assert head.without_entropy is not None, "TRL's fused LM head was not recognised"
     batch = _batch(trainer)
     with torch.no_grad():
-        lp_h, ent = trainer._forward(trainer.model, batch, compute_entropy=True)
-        lp, none = trainer._forward(trainer.model, batch, compute_entropy=False)
+        lp_h, ent, _ = trainer._forward(trainer.model, batch, compute_entropy=True)
+        lp, none, _ = trainer._forward(trainer.model, batch, compute_entropy=False)
     assert none is None and ent is not None and bool(torch.isfinite(ent).all())
     assert torch.equal(lp, lp_h)  # the entropy never changes the log-probs
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
@@ -53,8 +53,8 @@ def test_entropy_computed_exactly_when_needed(tmp_path: Path, method: str, quadr
     trainer = make_trainer(tmp_path, method, method_args={"quadrant_metrics": quadrants}, max_steps=1)
     asked: list[bool] = []
     forward = trainer._forward
-    trainer._forward = lambda model, inputs, compute_entropy: (asked.append(compute_entropy),
-                                                               forward(model, inputs, compute_entropy))[1]
+    trainer._forward = lambda model, inputs, compute_entropy, **kw: (asked.append(compute_entropy),
+                                                                     forward(model, inputs, compute_entropy, **kw))[1]
     trainer.train()
     assert asked == [wants]  # one training forward (spg = 1): STARE's gate measures on it
     (rec,) = step_logs(trainer)
@@ -74,17 +74,17 @@ def test_controllers_reuse_trls_old_log_prob_pass(tmp_path: Path) -> None:
     update, forward = trainer._update_controllers, trainer._forward
 
     def spy_update(out: dict[str, Any]) -> Any:
-        assert out.get("old_per_token_logps") is not None and trainer._old_entropy is not None
+        assert out.get("old_per_token_logps") is not None and out.get("old_entropy") is not None
         with torch.no_grad():
-            fresh.append((*forward(trainer.model, out, True), trainer._old_entropy, out["old_per_token_logps"]))
+            fresh.append((*forward(trainer.model, out, True)[:2], out["old_entropy"], out["old_per_token_logps"]))
         calls.clear()
         ctx = update(out)
         assert calls == [], "an extra forward was made although TRL's pass had the numbers"
         return ctx
 
     trainer._update_controllers = spy_update
-    trainer._forward = lambda model, inputs, compute_entropy: (calls.append("fwd"),
-                                                               forward(model, inputs, compute_entropy))[1]
+    trainer._forward = lambda model, inputs, compute_entropy, **kw: (calls.append("fwd"),
+                                                                     forward(model, inputs, compute_entropy, **kw))[1]
     trainer.train()
     assert len(fresh) == 1  # one generation batch serves both optimizer steps
     lp, ent, captured, old = fresh[0]
