@@ -264,6 +264,20 @@ def default_config_text() -> str:
     return resources.files("stare_rl").joinpath("configs", DEFAULT_CONFIG).read_text()
 
 
+def load_task_config(task: str) -> dict[str, Any]:
+    """The embedded defaults of one task (``configs/<task>.yaml``, e.g. the tool task's shorter run), or ``{}``.
+
+    Applied on top of the embedded default when no ``--config`` is given; command-line flags still win.
+    """
+    path = resources.files("stare_rl").joinpath("configs", f"{task}.yaml")
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"embedded config for task={task!r} must be a mapping of field: value")
+    return data
+
+
 def load_yaml_config(path: str | None) -> dict[str, Any]:
     """A flat ``{field: value}`` mapping from a YAML file (``None``: the embedded default)."""
     if path is None:
