@@ -62,7 +62,7 @@ class CalcToolTask(Task):
     alphabet = "0123456789+-*()=:' abcdefghijklmnopqrstuvwxyz{}\"._,"
     is_tool_task = True
 
-    def __init__(self, num_ops: int = 2, min_number: int = 2, max_number: int = 99, ops: str = "+-*") -> None:
+    def __init__(self, num_ops: int = 2, min_number: int = 2, max_number: int = 20, ops: str = "+-*") -> None:
         if not isinstance(num_ops, int) or not 1 <= num_ops <= 4:
             raise ValueError(f"num_ops={num_ops!r} must be an integer in [1, 4]")
         if not isinstance(min_number, int) or min_number < 0:
