@@ -172,3 +172,91 @@ def test_trl_tool_tokens_change_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     if method == "stare":  # the gate's input is the model tokens' entropy
         assert gate_keys and any(base["metrics"][k] != control["metrics"][k] for k in gate_keys)
     assert any(base["metrics"][k] != control["metrics"][k] for k in base["metrics"] if k.startswith("quadrant/"))
+
+
+# ----- verl -----
+def _verl_agent_batch() -> Any:
+    """The step batch verl's agent loop hands the trainer for tool episodes of the layout above.
+
+    Each ``AgentLoopOutput`` carries ``response_mask`` as verl's ``ToolAgentLoop`` builds it (1 = generated,
+    0 = tool response); verl's own ``_agent_loop_postprocess`` pads it and ``_postprocess`` batches it.
+    """
+    import asyncio
+    import types
+
+    from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput, AgentLoopWorker
+
+    from stare_rl.tasks import get_task
+
+    worker = object.__new__(AgentLoopWorker)  # only the padding/batching methods are used: no Ray, no server
+    worker.tokenizer = get_task("calc_tool").build_tokenizer()
+    worker.processor = None
+    worker.rollout_config = types.SimpleNamespace(prompt_length=4, response_length=T)
+    worker.reward_loop_worker_handles = None
+    worker.distillation_enabled = False
+    worker.mm_processor_kwargs = None
+    outputs = []
+    for row in range(B):
+        n = int(LENGTHS[row])
+        out = AgentLoopOutput(prompt_ids=[1, 48, 9], response_ids=list(range(5, 5 + n)),
+                              response_mask=TOOL_MASK[row, :n].tolist(), num_turns=3, metrics=AgentLoopMetrics())
+        outputs.append(asyncio.run(worker._agent_loop_postprocess(out, False, raw_prompt=[])))
+    return worker._postprocess(outputs)
+
+
+def _verl_loss(name: str, data: dict[str, torch.Tensor], response_mask: torch.Tensor, pl: Any) -> dict[str, Any]:
+    """verl's calling convention: ``get_policy_loss_fn(name)(old_log_prob, log_prob, advantages, response_mask,
+    loss_agg_mode, config, rollout_is_weights)`` with the actor entropy in the exact entry point's step state."""
+    pytest.importorskip("verl")
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+    from verl.workers.config import FSDPActorConfig
+
+    from stare_rl.engines import verl as V
+
+    cfg = FSDPActorConfig(policy_loss=pl, rollout_n=B, ppo_micro_batch_size_per_gpu=2, clip_ratio_low=0.2,
+                          clip_ratio_high=0.28)
+    log_prob = data["logps"].clone().requires_grad_(True)
+    adv = (REWARDS - REWARDS.mean()).unsqueeze(1).expand(B, T) * response_mask  # verl's GRPO advantage layout
+    with V.step_state(V.StepState(entropy=data["entropy"].clone())):
+        loss, metrics = get_policy_loss_fn(name)(old_log_prob=data["old"].clone(), log_prob=log_prob,
+                                                 advantages=adv, response_mask=response_mask,
+                                                 loss_agg_mode="token-mean", config=cfg, rollout_is_weights=None)
+    (grad,) = torch.autograd.grad(loss, log_prob)
+    return {"loss": loss.detach(), "grad": grad, "metrics": metrics}
+
+
+VERL_METHODS = [
+    ("stare_rl.stare", {"stare_target_entropy": 5.0}),                  # plugin gate from old surprisal
+    ("stare_rl.stare", {"stare_target_entropy": 5.0, "stare_selection_scope": "global"}),
+    ("stare_rl.steer", {}),
+    ("stare_rl.high_entropy", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "fields"), VERL_METHODS)
+def test_verl_agent_loop_mask_keeps_tool_tokens_out(name: str, fields: dict[str, Any]) -> None:
+    pytest.importorskip("verl")
+    from tensordict import TensorDict
+
+    from stare_rl.engines import verl as V
+    from stare_rl.engines.verl_main import step_entropy
+
+    batch = _verl_agent_batch()
+    response_mask = batch.batch["response_mask"]
+    assert torch.equal(response_mask.bool(), (TOOL_MASK * COMPLETION_MASK).bool())  # verl's mask: tool 0, pad 0
+    pl = V.StareRLPolicyLossConfig(loss_mode=name.split(".")[1], **fields)
+    data = hand_made(1)
+    base = _verl_loss(name, data, response_mask, pl)
+    assert torch.all(base["grad"][TOOL] == 0)
+    other = _verl_loss(name, perturb_tool_tokens(data), response_mask, pl)
+    torch.testing.assert_close(other["loss"], base["loss"], rtol=0, atol=1e-6)
+    torch.testing.assert_close(other["grad"], base["grad"], rtol=0, atol=1e-7)
+    assert other["metrics"] == pytest.approx(base["metrics"], abs=1e-6)
+    assert not torch.equal(_verl_loss(name, perturb_model_token(data), response_mask, pl)["grad"], base["grad"])
+
+    def gate_input(d: dict[str, torch.Tensor]) -> float:  # the exact entry point's STARE gate statistic
+        return step_entropy(TensorDict({"entropy": d["entropy"], "response_mask": response_mask}, batch_size=[B]))
+
+    assert gate_input(perturb_tool_tokens(data)) == pytest.approx(gate_input(data), abs=1e-12)
+    assert gate_input(perturb_model_token(data)) != pytest.approx(gate_input(data), abs=1e-6)
+    assert gate_input(data) == pytest.approx(float(data["entropy"][response_mask.bool()].double().mean()))
