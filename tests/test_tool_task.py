@@ -151,3 +151,22 @@ def test_tool_suffix_ids_match_trl(tok) -> None:  # noqa: ANN001
     ours = tool_suffix_ids(tok, msgs)
     assert ours == GRPOTrainer._get_tool_suffix_ids(fake, msgs)
     assert tok.convert_ids_to_tokens(ours) == ["<tool>", "4", "0", "8", "<asst>"]
+
+
+def test_stare_train_task_defaults_and_turn_limit(tmp_path) -> None:  # noqa: ANN001
+    """`stare train --task calc_tool` takes configs/calc_tool.yaml on top of the default; flags still win;
+    prepare() hands TRL chat prompts and the task's turn limit and length budget."""
+    from stare_rl.commands.train import plan_run, prepare
+
+    plan = plan_run(["--task", "calc_tool", "--output_dir", str(tmp_path), "--max_steps", "7"])
+    assert plan.task_args.task == "calc_tool" and plan.grpo.max_steps == 7  # the flag wins over the yaml
+    assert plan.grpo.per_device_train_batch_size == 64 and plan.grpo.num_generations == 8
+    ws = plan.warmstart.warmstart_config()
+    assert (ws.batch_size, ws.eval_rows, ws.k, ws.eval_every) == (64, 64, 4, 50)
+    prep = prepare(plan)
+    task = prep.task
+    assert prep.train_rows[0]["prompt"] == [{"role": "user", "content": task.make_split("train", 1, 0)[0]["prompt"]}]
+    assert plan.grpo.max_tool_calling_iterations == task.max_tool_calls == 4
+    assert plan.grpo.max_completion_length == task.max_completion_chars + 1
+    other = plan_run(["--task", "arithmetic", "--output_dir", str(tmp_path)])
+    assert other.grpo.max_steps == 400 and other.grpo.per_device_train_batch_size == 128  # untouched

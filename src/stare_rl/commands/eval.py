@@ -71,7 +71,7 @@ def format_table(metrics: dict[str, Any], source: str, model: str) -> str:
     lines = [f"model:  {model}", f"source: {source}", f"prompts {metrics['n']}, k {k}, temperature "
              f"{metrics['temperature']}, top_p {metrics['top_p']}", ""]
     keys = [f"avg@{k}", f"pass@{k}", "greedy_acc", "mean_response_length", "entropy"]
-    keys += [key for key in metrics if key.startswith("reflection/")]
+    keys += [key for key in metrics if key.startswith(("reflection/", "tools/"))]
     width = max(len(key) for key in keys)
     for key in keys:
         value = metrics[key]
@@ -93,6 +93,9 @@ def main(argv: list[str]) -> int:
     from stare_rl.evaluation import evaluate
 
     try:
+        tool_task = _tool_task(args)
+        if tool_task is not None:  # multi-turn episodes with the task's tools (tasks/tool_eval.py)
+            return _finish(args, *_evaluate_tool_task(args, tool_task))
         rows, reward, source, max_new = _rows_and_reward(args)
         metrics = evaluate(args.model, None, rows, reward, k=args.k, temperature=args.temperature,
                            top_p=args.top_p, max_new_tokens=max_new, batch_size=args.batch_size,
@@ -100,6 +103,36 @@ def main(argv: list[str]) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"stare eval: {err}", file=sys.stderr)
         return 2
+    return _finish(args, metrics, source)
+
+
+def _tool_task(args: argparse.Namespace) -> Any:
+    """The embedded tool task to evaluate on (None for a dataset or a plain task)."""
+    if args.dataset:
+        return None
+    from stare_rl.tasks import get_task, is_tool_task
+    from stare_rl.tasks.warmstart import read_task_info
+
+    info = read_task_info(args.model) or {}
+    name = args.task or info.get("task", "arithmetic")
+    task = get_task(name, **(info.get("task_kwargs", {}) if name == info.get("task") else {}))
+    return task if is_tool_task(task) else None
+
+
+def _evaluate_tool_task(args: argparse.Namespace, task: Any) -> tuple[dict[str, Any], str]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from stare_rl.tasks.tool_eval import evaluate_tool_task
+
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(args.model), AutoTokenizer.from_pretrained(args.model)
+    rows = task.make_split("test", args.n, args.seed)
+    metrics = evaluate_tool_task(model, tokenizer, task, rows, k=args.k, temperature=args.temperature,
+                                 max_completion_length=args.max_new_tokens, batch_size=args.batch_size,
+                                 seed=args.seed)
+    return metrics, f"task {task!r} (test split, episodes with its tools)"
+
+
+def _finish(args: argparse.Namespace, metrics: dict[str, Any], source: str) -> int:
     metrics = {"model": str(args.model), "source": source, **metrics}
     print(format_table(metrics, source, str(args.model)))
     if args.out:
