@@ -14,7 +14,6 @@ point's step entropy.
 from __future__ import annotations
 
 import copy
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +74,8 @@ def perturb_model_token(data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor
 def _trainer(tmp_path: Path, method: str, method_kwargs: dict[str, Any]) -> StareGRPOTrainer:
     from datasets import Dataset
 
+    from stare_rl.models.tiny import build_tiny_model
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
 
     task = get_task("calc_tool")
     tok = task.build_tokenizer()
@@ -93,10 +92,8 @@ def _trainer(tmp_path: Path, method: str, method_kwargs: dict[str, Any]) -> Star
 
 
 def _context_stats(ctx: Any) -> dict[str, Any]:
-    """Everything the method reads from its context (gate, thresholds, schedule), generator excluded."""
-    if hasattr(ctx, "stats"):
-        return copy.deepcopy(dict(ctx.stats))
-    return {f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx) if f.name != "generator"}
+    """Everything the method reads from its context (gate, thresholds, schedule)."""
+    return copy.deepcopy(dict(ctx.stats))
 
 
 def _run_trl(trainer: StareGRPOTrainer, data: dict[str, torch.Tensor], monkeypatch: pytest.MonkeyPatch) -> dict:
@@ -239,7 +236,7 @@ def test_verl_agent_loop_mask_keeps_tool_tokens_out(name: str, fields: dict[str,
     from tensordict import TensorDict
 
     from stare_rl.engines import verl as V
-    from stare_rl.engines.verl_main import step_entropy
+    from stare_rl.engines.verl_main import step_batch
 
     batch = _verl_agent_batch()
     response_mask = batch.batch["response_mask"]
@@ -254,9 +251,17 @@ def test_verl_agent_loop_mask_keeps_tool_tokens_out(name: str, fields: dict[str,
     assert other["metrics"] == pytest.approx(base["metrics"], abs=1e-6)
     assert not torch.equal(_verl_loss(name, perturb_model_token(data), response_mask, pl)["grad"], base["grad"])
 
-    def gate_input(d: dict[str, torch.Tensor]) -> float:  # the exact entry point's STARE gate statistic
-        return step_entropy(TensorDict({"entropy": d["entropy"], "response_mask": response_mask}, batch_size=[B]))
+    def gate_input(d: dict[str, torch.Tensor]) -> dict[str, float]:  # the exact entry point's step controller
+        from stare_rl.methods.stare import StareConfig
+        from stare_rl.step_control import StepController
 
-    assert gate_input(perturb_tool_tokens(data)) == pytest.approx(gate_input(data), abs=1e-12)
-    assert gate_input(perturb_model_token(data)) != pytest.approx(gate_input(data), abs=1e-6)
-    assert gate_input(data) == pytest.approx(float(data["entropy"][response_mask.bool()].double().mean()))
+        ctrl = StepController("stare", StareConfig(target_entropy=0.9))
+        ctrl.update(step_batch(TensorDict({"entropy": d["entropy"], "response_mask": response_mask},
+                                          batch_size=[B])), 0)
+        return ctrl.metrics()
+
+    base_gate = gate_input(data)
+    assert gate_input(perturb_tool_tokens(data)) == pytest.approx(base_gate, abs=1e-12)
+    assert gate_input(perturb_model_token(data)) != pytest.approx(base_gate, abs=1e-6)
+    (h_key,) = [k for k in base_gate if k.endswith("batch_entropy")]
+    assert base_gate[h_key] == pytest.approx(float(data["entropy"][response_mask.bool()].double().mean()))

@@ -9,7 +9,7 @@ import pytest
 
 from stare_rl.tasks import get_task, is_tool_task, list_tasks
 from stare_rl.tasks.calc_tool import CalcToolTask, calculator
-from stare_rl.tasks.tool_chat import episode_stats, final_answer, summarize_episodes, tool_call
+from stare_rl.tasks.tool_episodes import episode_stats, final_answer, summarize_episodes, tool_call
 from stare_rl.tasks.tool_eval import tool_suffix_ids
 
 

@@ -9,7 +9,7 @@ the final answer and logs per batch (through TRL's ``log_metric`` hook, hence ``
 
 ``tools/calls_per_episode``, ``tools/errors_per_episode``, ``tools/error_rate``, ``tools/turns_per_episode``,
 ``tools/finished``, ``tools/used_tools``, ``tools/success_with_tools``, ``tools/success_without_tools``
-(see :func:`stare_rl.tasks.tool_chat.summarize_episodes`), next to TRL's own ``tools/call_frequency`` and
+(see :func:`stare_rl.tasks.tool_episodes.summarize_episodes`), next to TRL's own ``tools/call_frequency`` and
 ``tools/failure_frequency`` (exceptions only).
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from stare_rl.tasks.tool_chat import episode_stats, summarize_episodes
+from stare_rl.tasks.tool_episodes import episode_stats, summarize_episodes
 
 
 def make_tool_reward_func(
@@ -27,7 +27,7 @@ def make_tool_reward_func(
     """A TRL reward function scoring each episode with ``fn(messages, answer)`` (0 on error or timeout).
 
     ``fn`` receives the episode's messages (assistant turns, tool results); a task's reward reads the final
-    answer from them (:func:`stare_rl.tasks.tool_chat.final_answer`). Reward failures are counted in
+    answer from them (:func:`stare_rl.tasks.tool_episodes.final_answer`). Reward failures are counted in
     ``reward/errors``.
     """
     from stare_rl.tasks.rewards import safe_rewards

@@ -22,8 +22,9 @@ import random
 import re
 from typing import Any
 
+from stare_rl.models.tool_tokenizer import build_tool_tokenizer
 from stare_rl.tasks.base import Task, check_split_args, clean_completion, sample_distinct
-from stare_rl.tasks.tool_chat import build_tool_tokenizer, final_answer, tool_call
+from stare_rl.tasks.tool_episodes import final_answer, tool_call
 
 TOOL_NAME, ARG_NAME = "calculator", "expression"
 MAX_OPERAND_DIGITS = 12  # the calculator refuses longer operands (an error result, not a crash)

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from stare_rl.evaluation import pass_at_k
-from stare_rl.tasks.tool_chat import episode_stats, summarize_episodes
+from stare_rl.tasks.tool_episodes import episode_stats, summarize_episodes
 
 
 def tool_suffix_ids(tokenizer: Any, tool_messages: list[dict[str, Any]]) -> list[int]:
