@@ -201,9 +201,30 @@ def _verl_agent_batch() -> Any:
     return worker._postprocess(outputs)
 
 
-def _verl_loss(name: str, data: dict[str, torch.Tensor], response_mask: torch.Tensor, pl: Any) -> dict[str, Any]:
+def _verl_advantages(response_mask: torch.Tensor) -> torch.Tensor:
+    return (REWARDS - REWARDS.mean()).unsqueeze(1).expand(B, T) * response_mask  # verl's GRPO advantage layout
+
+
+def _driver_step_stats(name: str, data: dict[str, torch.Tensor], response_mask: torch.Tensor, pl: Any) -> dict:
+    """The exact entry point's driver: the method's global statistics over the whole step batch (TransferQueue
+    fields ``old_log_probs``, ``advantages``, ``response_mask``, ``entropy``), once per step."""
+    from tensordict import TensorDict
+
+    from stare_rl.engines import verl as V
+    from stare_rl.engines.verl_main import step_stats_batch
+    from stare_rl.step_control import StepController
+
+    method = name.split(".")[1]
+    td = TensorDict({"old_log_probs": data["old"], "advantages": _verl_advantages(response_mask),
+                     "response_mask": response_mask, "entropy": data["entropy"]}, batch_size=[B])
+    return StepController(method, V.method_config(method, pl)).global_stats(step_stats_batch(td))
+
+
+def _verl_loss(name: str, data: dict[str, torch.Tensor], response_mask: torch.Tensor, pl: Any,
+               step_stats: dict | None = None) -> dict[str, Any]:
     """verl's calling convention: ``get_policy_loss_fn(name)(old_log_prob, log_prob, advantages, response_mask,
-    loss_agg_mode, config, rollout_is_weights)`` with the actor entropy in the exact entry point's step state."""
+    loss_agg_mode, config, rollout_is_weights)`` with the actor/old entropy (and, on the exact path, the driver's
+    global statistics) in the entry point's step state."""
     pytest.importorskip("verl")
     from verl.trainer.ppo.core_algos import get_policy_loss_fn
     from verl.workers.config import FSDPActorConfig
@@ -213,8 +234,9 @@ def _verl_loss(name: str, data: dict[str, torch.Tensor], response_mask: torch.Te
     cfg = FSDPActorConfig(policy_loss=pl, rollout_n=B, ppo_micro_batch_size_per_gpu=2, clip_ratio_low=0.2,
                           clip_ratio_high=0.28)
     log_prob = data["logps"].clone().requires_grad_(True)
-    adv = (REWARDS - REWARDS.mean()).unsqueeze(1).expand(B, T) * response_mask  # verl's GRPO advantage layout
-    with V.step_state(V.StepState(entropy=data["entropy"].clone())):
+    adv = _verl_advantages(response_mask)
+    state = V.StepState(entropy=data["entropy"].clone(), old_entropy=data["entropy"].clone(), step_stats=step_stats)
+    with V.step_state(state):
         loss, metrics = get_policy_loss_fn(name)(old_log_prob=data["old"].clone(), log_prob=log_prob,
                                                  advantages=adv, response_mask=response_mask,
                                                  loss_agg_mode="token-mean", config=cfg, rollout_is_weights=None)
@@ -250,6 +272,13 @@ def test_verl_agent_loop_mask_keeps_tool_tokens_out(name: str, fields: dict[str,
     torch.testing.assert_close(other["grad"], base["grad"], rtol=0, atol=1e-7)
     assert other["metrics"] == pytest.approx(base["metrics"], abs=1e-6)
     assert not torch.equal(_verl_loss(name, perturb_model_token(data), response_mask, pl)["grad"], base["grad"])
+    # exact path: the driver's whole-step global statistics, then the loss that receives them
+    stats = _driver_step_stats(name, data, response_mask, pl)
+    assert _driver_step_stats(name, perturb_tool_tokens(data), response_mask, pl) == stats
+    exact = _verl_loss(name, data, response_mask, pl, stats)
+    exact_other = _verl_loss(name, perturb_tool_tokens(data), response_mask, pl, stats)
+    torch.testing.assert_close(exact_other["grad"], exact["grad"], rtol=0, atol=1e-7)
+    assert exact_other["metrics"] == pytest.approx(exact["metrics"], abs=1e-6)
 
     def gate_input(d: dict[str, torch.Tensor]) -> dict[str, float]:  # the exact entry point's step controller
         from stare_rl.methods.stare import StareConfig

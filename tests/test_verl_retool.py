@@ -61,6 +61,7 @@ def test_retool_recipe_composes_validates_and_instantiates(tmp_path: Path) -> No
     assert cfg.actor_rollout_ref.rollout.agent.default_agent_loop == "tool_agent"
     assert Path(mt.function_tool_path) == RECIPES / "retool" / "code_tool.py"
     assert cfg.data.max_response_length == 16384 and cfg.actor_rollout_ref.rollout.n == 16
+    assert cfg.actor_rollout_ref.rollout.dtype == "bfloat16"  # the precision group composes too
 
 
 def test_code_tool_loads_through_verl_and_runs_sandboxed() -> None:
