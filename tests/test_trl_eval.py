@@ -45,7 +45,7 @@ def test_evaluate_pass_ks_are_the_unbiased_estimator_of_the_samples(tiny_model_d
 
     rows = [{"prompt": f"{a}+{a}=", "answer": "0"} for a in range(10, 16)]
     r = evaluate(str(tiny_model_dir), None, rows, reward, k=8, max_new_tokens=3, seed=3, per_row=True,
-                 progress=False, pass_ks=(1, 2, 4))
+                 progress=False, pass_ks=(1, 2, 4, 8))
     counts = [sum(x >= 1.0 for x in row["rewards"]) for row in r["rows"]]
     assert any(0 < c < 8 for c in counts)  # the estimator is exercised away from 0 and 1
     for j in (1, 2, 4, 8):

@@ -135,6 +135,16 @@ class WarmStartArgs:
     warmstart_batch_size: int | None = field(
         default=None, metadata={"help": "SFT rows per optimiser step of the warm start (default: WarmStartConfig's)."}
     )
+    warmstart_eval_rows: int | None = field(
+        default=None, metadata={"help": "Held-out prompts for the warm start's stop metric (default: WarmStartConfig's)."}
+    )
+    warmstart_k: int | None = field(
+        default=None, metadata={"help": "Samples per prompt of the warm start's avg@k (default: WarmStartConfig's)."}
+    )
+    warmstart_eval_every: int | None = field(
+        default=None, metadata={"help": "Measure the warm start's stop metric every this many steps (default: "
+                                "WarmStartConfig's)."}
+    )
     tiny_hidden_size: int | None = field(
         default=None, metadata={"help": "Width of `model: tiny` (default: WarmStartConfig's, 128; divisible by 4 heads)."}
     )
@@ -152,7 +162,8 @@ class WarmStartArgs:
         from stare_rl.tasks.warmstart import WarmStartConfig
 
         given = {name: getattr(self, "warmstart_" + name)
-                 for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate", "batch_size")
+                 for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate", "batch_size",
+                              "eval_rows", "k", "eval_every")
                  if getattr(self, "warmstart_" + name) is not None}
         given.update({name: getattr(self, "tiny_" + name) for name in ("hidden_size", "num_layers")
                       if getattr(self, "tiny_" + name) is not None})
@@ -184,7 +195,24 @@ class MethodArgs:
     )
     dynamic_sampling: bool = field(
         default=False,
-        metadata={"help": "DAPO dynamic sampling: drop prompt groups whose rewards all agree from the loss."},
+        metadata={"help": "DAPO dynamic sampling (§3.2): prompt groups whose rewards all agree carry no gradient; "
+                  "see dynamic_sampling_mode for what replaces them."},
+    )
+    dynamic_sampling_mode: str = field(
+        default="refill",
+        metadata={"help": "refill: generate more prompt groups until the batch holds as many informative groups as "
+                  "it has rows for, then truncate (DAPO and the STARE script; the batch size stays constant). "
+                  "mask: keep the one generation and drop the constant groups from the loss (the batch shrinks)."},
+    )
+    max_num_gen_batches: int = field(
+        default=10,
+        metadata={"help": "refill: at most this many generation rounds per step, the first included (STARE script: "
+                  "10). Short at the limit: the batch is filled with constant groups masked out of the loss."},
+    )
+    refill_batch_multiplier: int = field(
+        default=1,
+        metadata={"help": "refill: each extra round draws this many generation batches of prompts (the STARE script "
+                  "generates 3 x the train batch per round)."},
     )
     entropy_bonus: str = field(
         default="off", metadata={"help": "off | fixed | adaptive: entropy bonus added to any method's loss."}
@@ -199,7 +227,11 @@ class MethodArgs:
     bonus_coef_min: float | None = field(default=None, metadata={"help": "Adaptive bonus: lower bound."})
     bonus_coef_max: float | None = field(default=None, metadata={"help": "Adaptive bonus: upper bound."})
     quadrant_metrics: bool = field(
-        default=True, metadata={"help": "Log the four-quadrant token diagnostics (quadrant/*) every step."}
+        default=True,
+        metadata={"help": "Log the four-quadrant token diagnostics (quadrant/*) and actor/entropy every step. Cost: "
+                  "the full-vocabulary entropy of every token on every training forward (TRL: inside its fused "
+                  "LM-head pass, a few percent of a step at V=151,936 with a small model, docs/benchmarks.md); off, "
+                  "the entropy is computed only where the method or its controllers need it."},
     )
 
     def __post_init__(self) -> None:
@@ -211,6 +243,13 @@ class MethodArgs:
             raise ValueError(f"advantage_estimator={self.advantage_estimator!r} is not one of {list_advantages()}")
         if self.entropy_bonus not in BONUS_MODES:
             raise ValueError(f"entropy_bonus={self.entropy_bonus!r} is not one of {list(BONUS_MODES)}")
+        if self.dynamic_sampling_mode not in DYNAMIC_SAMPLING_MODES:
+            raise ValueError(f"dynamic_sampling_mode={self.dynamic_sampling_mode!r} is not one of "
+                             f"{list(DYNAMIC_SAMPLING_MODES)}")
+        for name in ("max_num_gen_batches", "refill_batch_multiplier"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} must be an integer >= 1")
 
     def _given(self, prefix: str, names: tuple[str, ...]) -> dict[str, float]:
         return {n: getattr(self, prefix + n) for n in names if getattr(self, prefix + n) is not None}
@@ -233,6 +272,9 @@ class MethodArgs:
             surrogate=surrogate,
             advantage_estimator=self.advantage_estimator,
             dynamic_sampling=self.dynamic_sampling,
+            dynamic_sampling_mode=self.dynamic_sampling_mode,
+            max_num_gen_batches=self.max_num_gen_batches,
+            refill_batch_multiplier=self.refill_batch_multiplier,
             entropy_bonus=bonus,
             adaptive_entropy=adaptive,
             quadrant_metrics=self.quadrant_metrics,
@@ -240,6 +282,7 @@ class MethodArgs:
 
 
 BONUS_MODES = ("off", "fixed", "adaptive")
+DYNAMIC_SAMPLING_MODES = ("refill", "mask")
 
 
 @dataclass(frozen=True)
@@ -252,6 +295,9 @@ class LossSetup:
         surrogate: the shared clip settings.
         advantage_estimator: registered estimator name.
         dynamic_sampling: DAPO filter on/off.
+        dynamic_sampling_mode: ``refill`` (generate until the batch is full of informative groups) or ``mask``.
+        max_num_gen_batches: refill: generation rounds per step at most (the first included).
+        refill_batch_multiplier: refill: generation batches of prompts per extra round.
         entropy_bonus: fixed entropy bonus, or ``None`` (off or adaptive).
         adaptive_entropy: keyword arguments of :class:`stare_rl.control.AdaptiveEntropyCoef`, or ``None``.
         quadrant_metrics: log the quadrant diagnostics.
@@ -262,6 +308,9 @@ class LossSetup:
     surrogate: SurrogateConfig = field(default_factory=SurrogateConfig)
     advantage_estimator: str = "grpo"
     dynamic_sampling: bool = False
+    dynamic_sampling_mode: str = "refill"
+    max_num_gen_batches: int = 10
+    refill_batch_multiplier: int = 1
     entropy_bonus: EntropyBonusConfig | None = None
     adaptive_entropy: dict[str, float] | None = None
     quadrant_metrics: bool = True
@@ -282,6 +331,20 @@ class LossSetup:
 def default_config_text() -> str:
     """The embedded default YAML (``stare train`` with no ``--config``)."""
     return resources.files("stare_rl").joinpath("configs", DEFAULT_CONFIG).read_text()
+
+
+def load_task_config(task: str) -> dict[str, Any]:
+    """The embedded defaults of one task (``configs/<task>.yaml``, e.g. the tool task's shorter run), or ``{}``.
+
+    Applied on top of the embedded default when no ``--config`` is given; command-line flags still win.
+    """
+    path = resources.files("stare_rl").joinpath("configs", f"{task}.yaml")
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"embedded config for task={task!r} must be a mapping of field: value")
+    return data
 
 
 def load_yaml_config(path: str | None) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 This is the only module that imports ``trl``. It translates, nothing more:
 
-- tensors: TRL's completion batch -> :class:`~stare_rl.types.TokenBatch` (TRL's own per-token log-probs and
-  full-vocabulary entropies, computed at the sampling temperature) -> ``compute_loss`` + ``aggregate``;
+- tensors: TRL's completion batch -> :class:`~stare_rl.types.TokenBatch` (TRL's own per-token log-probs and,
+  where the method, an entropy bonus, the controllers' measuring forward or the quadrant diagnostics need
+  them, full-vocabulary entropies, at the sampling temperature) -> ``compute_loss`` + ``aggregate``;
 - controllers: once per generation batch, before any update on it, the batch (current policy's log-probs and
   entropies) goes to :meth:`StepController.begin_step <stare_rl.step_control.StepController.begin_step>`
   (measure H -> the method's controllers and the adaptive entropy coefficient -> global statistics); the
@@ -17,14 +18,16 @@ TRL private hooks overridden (checked by ``tests/test_trl_engine.py``): :data:`T
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import is_peft_model
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
@@ -33,6 +36,7 @@ from stare_rl.advantages import compute_advantages, dynamic_sampling_mask
 from stare_rl.aggregate import aggregate
 from stare_rl.analysis.quadrants import quadrant_stats
 from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
+from stare_rl.refill import GroupRefill, take_rows
 from stare_rl.registry import compute_loss
 from stare_rl.runlog import TRAIN_SUMMARY_FILE, MetricsWriter, write_json_atomic
 from stare_rl.train_config import LossSetup
@@ -55,6 +59,8 @@ _FORWARD_KEYS = (
     "pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes", "num_tiles",
     "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids",
 )
+# Row tensors of a TRL batch that TRL pads on the left (everything else is padded on the right).
+_LEFT_PADDED = ("prompt_ids", "prompt_mask")
 # TRL metric name -> verl name.
 _VERL_NAMES = {
     "reward": "critic/score/mean",
@@ -149,6 +155,12 @@ class StareGRPOTrainer(GRPOTrainer):
         self._rewards: torch.Tensor | None = None
         super().__init__(*args, **kwargs)
         check_superseded(self.args)
+        base = self.model.get_base_model() if is_peft_model(self.model) else self.model
+        self._head = LMHeadSwitch(base, self.temperature, self.args.cast_lm_head_to_fp32)
+        if setup.dynamic_sampling and setup.dynamic_sampling_mode == "refill" and not hasattr(
+                self.train_dataset, "__getitem__"):
+            raise ValueError("dynamic_sampling_mode='refill' draws extra prompts by index and needs a map-style "
+                             "train dataset; use dynamic_sampling_mode='mask' with an iterable dataset")
         path = metrics_path or Path(self.args.output_dir) / "metrics.jsonl"
         self.add_callback(MetricsJsonlCallback(path))
         self.remove_callback(PrinterCallback)  # ~60 metrics a step: metrics.jsonl has them, not the console
@@ -162,24 +174,136 @@ class StareGRPOTrainer(GRPOTrainer):
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):  # type: ignore[override]
-        out = super()._generate_and_score_completions(inputs)
+        out = self._generate_round(inputs)
         if not self.model.training or self._rewards is None:
             return out
+        rewards = self._combined_rewards()  # (N_global,)
+        refill_keep = None
+        if self.setup.dynamic_sampling and self.setup.dynamic_sampling_mode == "refill":  # DAPO §3.2
+            out, rewards, refill_keep = self._refill(out, rewards)
         n_local = out["completion_ids"].size(0)
         local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
-        weights = self.reward_weights.to(self._rewards.device)
-        rewards = torch.nan_to_num((self._rewards * weights).nansum(dim=1), nan=0.0)  # (N_global,)
         adv = compute_advantages(self.setup.advantage_estimator, rewards, group_size=self.num_generations)
         out["advantages"] = adv[local].to(out["advantages"].dtype)  # (B,) replaces TRL's estimator
         keep = torch.ones(n_local, device=rewards.device)
-        if self.setup.dynamic_sampling:  # DAPO §3.2
+        if refill_keep is not None:
+            keep = refill_keep[local].to(rewards.device)
+        elif self.setup.dynamic_sampling:  # DAPO §3.2, mask mode: the constant groups leave the loss
             keep = dynamic_sampling_mask(rewards, group_size=self.num_generations)[local].float()
+        if self.setup.dynamic_sampling:
             self._metrics["train"]["stare/dynamic_sampling_kept"].append(float(keep.mean()))
         out["stare_keep"] = keep  # (B,) 1 = the row takes part in the loss
         mask = _loss_mask(out)  # (B, T)
         out["stare_norm_tokens"], out["stare_norm_seqs"] = self._window_normalizers(mask)  # 0-dim each
         self._ctx = self._update_controllers(out)
         return out
+
+    def _generate_round(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        """TRL's generation and scoring of ``inputs``; when TRL also computes the old policy's log-probs and the
+        method needs the old policy's entropy (STEER) or the controllers measure this batch before training on
+        it (``steps_per_generation > 1``), that same no-grad pass returns it as ``old_entropy``."""
+        self._capture_old_entropy = (self.model.training and self._computes_old_logps()
+                                     and (self.setup_needs_old_entropy or self._measures_at_generation()))
+        self._old_entropy = None
+        try:
+            out = super()._generate_and_score_completions(inputs)
+        finally:
+            self._capture_old_entropy = False
+        if self._old_entropy is not None and "old_per_token_logps" in out:
+            out["old_entropy"] = self._old_entropy  # (B, T), the policy that generated (no update since)
+        self._old_entropy = None
+        return out
+
+    @property
+    def setup_needs_old_entropy(self) -> bool:
+        return self.step_control.spec.needs_old_entropy
+
+    def _computes_old_logps(self) -> bool:
+        """TRL's own rule: an old log-prob pass runs when a generation batch spans optimizer steps, or for vLLM's
+        importance-sampling correction (otherwise old = current, and the current forward's entropy is the old)."""
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        return self.args.gradient_accumulation_steps % generate_every != 0 or bool(
+            self.use_vllm and self.vllm_importance_sampling_correction)
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,  # type: ignore[override]
+                                           *args: Any, compute_entropy: bool = False, **kwargs: Any):
+        """TRL's forward through its fused LM head, with the full-vocabulary entropy only when asked for.
+
+        TRL 1.16 computes the entropy inside the same tile pass as the log-probs on every call; the adapter
+        switches to a log-prob-only head when nobody needs it (:class:`LMHeadSwitch`). In a generation round,
+        TRL's own no-grad old-log-prob pass keeps its entropies (``old_entropy``).
+        """
+        capture = getattr(self, "_capture_old_entropy", False) and model is self.model
+        entropy = compute_entropy or capture
+        head = getattr(self, "_head", None)
+        with contextlib.nullcontext() if head is None else head.entropy(entropy):
+            logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, *args, compute_entropy=entropy, **kwargs)
+        if capture:  # the first pass of a generation round with the policy itself: TRL's old log-prob pass
+            self._old_entropy, self._capture_old_entropy = entropies.detach(), False
+            entropies = entropies if compute_entropy else None
+        return logps, entropies, aux
+
+    def _combined_rewards(self) -> torch.Tensor:
+        """``(N_global,)`` weighted sum of the reward functions of the last generation (NaN -> 0)."""
+        weights = self.reward_weights.to(self._rewards.device)
+        return torch.nan_to_num((self._rewards * weights).nansum(dim=1), nan=0.0)
+
+    # ----- DAPO refill: generate more groups until the batch is full of informative ones -----
+    def _refill(self, out: dict[str, Any], rewards: torch.Tensor) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor]:
+        """DAPO §3.2 / the STARE script's ``filter_groups``: rounds of fresh prompts until the generation batch
+        holds as many groups with reward spread as it has groups, at most ``max_num_gen_batches`` rounds.
+
+        Returns this rank's rows of the final batch (same size as TRL's), the global rewards ``(N_global,)``
+        and the global keep flags (0 only for constant groups used to fill a batch left short at the limit).
+        """
+        n_local = out["completion_ids"].size(0)
+        refill = GroupRefill(
+            group_size=self.num_generations, target_groups=rewards.numel() // self.num_generations,
+            max_rounds=self.setup.max_num_gen_batches, left_pad_keys=_LEFT_PADDED,
+            pad_values={"prompt_ids": self._tokenizer.pad_token_id, "completion_ids": self._tokenizer.pad_token_id},
+        )
+        refill.add(self._gather_rows(out), rewards)
+        while not refill.done:
+            more = self._generate_round(self._refill_prompts(refill.rounds))
+            refill.add(self._gather_rows(more), self._combined_rewards())
+        rows, rewards, keep, metrics = refill.result()
+        for key, value in metrics.items():
+            self._metrics["train"][f"stare/{key}"].append(value)
+        start = self.accelerator.process_index * n_local
+        mine = take_rows(rows, torch.arange(start, start + n_local))
+        mine["num_items_in_batch"] = self.accelerator.reduce(mine["completion_mask"].sum(), reduction="sum")
+        return mine, rewards, keep
+
+    def _gather_rows(self, out: dict[str, Any]) -> dict[str, Any]:
+        """Every rank's rows of a TRL batch (row tensors padded to one length, lists gathered); totals dropped."""
+        from accelerate.utils import gather_object, pad_across_processes
+
+        rows: dict[str, Any] = {}
+        for key, value in out.items():
+            if isinstance(value, torch.Tensor):
+                if value.dim() == 0:
+                    continue  # a batch total, recomputed for the final batch
+                if value.dim() >= 2:
+                    pad = self._tokenizer.pad_token_id if key.endswith("_ids") else 0
+                    value = pad_across_processes(value, dim=1, pad_index=pad, pad_first=key in _LEFT_PADDED)
+                rows[key] = self.accelerator.gather(value)
+            else:
+                rows[key] = gather_object(list(value)) if self.accelerator.num_processes > 1 else list(value)
+        return rows
+
+    def _refill_prompts(self, round_index: int) -> list[dict[str, Any]]:
+        """This rank's share of a refill round: ``refill_batch_multiplier`` generation batches of fresh prompts,
+        each repeated ``num_generations`` times, drawn with a seed of (seed, generation index, round), so a
+        resumed run draws the same prompts."""
+        groups = self.args.generation_batch_size // self.num_generations * self.setup.refill_batch_multiplier
+        gen = torch.Generator().manual_seed(self.args.seed * 1_000_003 + 7_919 * self._generation_index() + round_index)
+        n = len(self.train_dataset)
+        order = torch.cat([torch.randperm(n, generator=gen) for _ in range(-(-groups // n))])[:groups]  # (groups,)
+        index = order.repeat_interleave(self.num_generations)  # (groups * G,) a group's rows are consecutive
+        per_rank = index.numel() // self.accelerator.num_processes
+        start = self.accelerator.process_index * per_rank
+        return [self.train_dataset[int(i)] for i in index[start : start + per_rank]]
 
     def _window_normalizers(self, mask: torch.Tensor) -> torch.Tensor:
         """``[tokens, seqs]`` of one optimizer window per rank, as the aggregate() denominators.
@@ -198,14 +322,46 @@ class StareGRPOTrainer(GRPOTrainer):
 
         With ``steps_per_generation == 1`` the first training micro-batch *is* this rank's whole generation
         batch and its forward runs before any update on it, so the measurement is deferred to that forward
-        (``None`` returned) instead of paying for an extra pass; otherwise one no-grad pass measures it here.
+        (``None`` returned) instead of paying for an extra pass. Otherwise, when TRL made its own no-grad
+        old-log-prob pass over this batch (``num_iterations > 1``, misaligned accumulation, vLLM importance
+        sampling), its log-probs and entropies are the measurement (same model state, inputs and chunking:
+        the same numbers); else one no-grad pass measures it here (the one forward plain TRL does not make).
         """
         if not self.step_control.active:
             return LossContext()
-        if self.args.steps_per_generation == 1:
+        if not self._measures_at_generation():
             return None  # measured by the first _compute_loss on this batch
-        logps, entropies = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
-        return self._begin_step(trl_step_batch(out, logps.float(), entropies.float()))
+        need = self._controllers_need_entropy(out)
+        old, captured = out.get("old_per_token_logps"), out.get("old_entropy")
+        if old is not None and (captured is not None or not need):
+            logps, entropies = old, captured  # (B, T) each: TRL's pass, reused
+        else:
+            logps, entropies, _ = self._forward(self.model, out, compute_entropy=need)  # (B, T) each
+        return self._begin_step(trl_step_batch(out, logps.float(), None if entropies is None else entropies.float()))
+
+    def _measures_at_generation(self) -> bool:
+        """Whether the controllers measure the generation batch before training on it (else: first forward)."""
+        return self.step_control.active and self.args.steps_per_generation > 1
+
+    def _controllers_need_entropy(self, inputs: dict[str, Any]) -> bool:
+        """The measuring pass needs the current policy's entropy: controllers or the method's own need, or global
+        statistics of a method reading the old policy's entropy when TRL did not capture it."""
+        needs_old = self.step_control.spec.needs_old_entropy and inputs.get("old_entropy") is None
+        return self.step_control.needs_entropy or (self.step_control.global_stats_enabled and needs_old)
+
+    def _needs_entropy(self, inputs: dict[str, Any], measuring: bool) -> bool:
+        """Whether this training forward needs the full-vocabulary entropy: the method (``needs_entropy``, or
+        ``needs_old_entropy`` when TRL made no old-log-prob pass: old = current), the entropy bonus (its
+        gradient), the quadrant diagnostics, or the controllers when this forward measures."""
+        setup, spec = self.setup, self.step_control.spec
+        return (
+            spec.needs_entropy
+            or (spec.needs_old_entropy and inputs.get("old_entropy") is None)
+            or setup.quadrant_metrics
+            or setup.entropy_bonus is not None
+            or setup.adaptive_entropy is not None
+            or (measuring and self._controllers_need_entropy(inputs))
+        )
 
     @torch.no_grad()
     def _begin_step(self, batch: TokenBatch) -> LossContext:
@@ -220,40 +376,46 @@ class StareGRPOTrainer(GRPOTrainer):
         return self._step // max(self.args.steps_per_generation * self.num_iterations, 1)
 
     # ----- update side: the loss on one micro-batch -----
-    def _forward(self, model: Any, inputs: dict[str, Any], compute_entropy: bool) -> tuple[torch.Tensor, Any]:
+    def _forward(self, model: Any, inputs: dict[str, Any], compute_entropy: bool, compute_aux_loss: bool = False
+                 ) -> tuple[torch.Tensor, Any, Any]:
+        """(log-probs, entropies, MoE router aux loss or None) of the completions, TRL's forward."""
         input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        logps, entropies, _ = self._get_per_token_logps_and_entropies(
+        return self._get_per_token_logps_and_entropies(
             model,
             input_ids,
             attention_mask,
             inputs["completion_ids"].size(1),
             batch_size=self.args.per_device_train_batch_size,
             compute_entropy=compute_entropy,
+            compute_aux_loss=compute_aux_loss,
             **{k: inputs.get(k) for k in _FORWARD_KEYS},
         )
-        return logps, entropies
 
     def _compute_loss(self, model, inputs):  # type: ignore[override]
         if not self.model.training:  # evaluation loss: plain vanilla token-mean, no controller
             return super()._compute_loss(model, inputs)
-        logps, entropies = self._forward(model, inputs, compute_entropy=True)  # (B, T), grad flows
+        measuring = self._ctx is None
+        logps, entropies, aux_loss = self._forward(model, inputs, compute_entropy=self._needs_entropy(inputs, measuring),
+                                                   compute_aux_loss=self.aux_loss_enabled)  # (B, T), grad flows
         mask = _loss_mask(inputs)  # (B, T)
         batch = trl_token_batch(inputs, logps, entropies)
-        if self._ctx is None:  # first forward on a fresh generation batch (steps_per_generation == 1)
+        if measuring:  # first forward on a fresh generation batch (steps_per_generation == 1)
             self._ctx = self._begin_step(trl_step_batch(inputs, logps, entropies))
         ctx = dataclasses.replace(self._ctx, generator=self._generator())
         out = compute_loss(self.setup.method, batch, self.setup.method_config, self.setup.surrogate, ctx)
-        policy_token_loss = out.token_loss
+        bonus = None
         if self.setup.entropy_bonus is not None or self.setup.adaptive_entropy is not None:
-            out = add_entropy_bonus(out, batch, self.setup.entropy_bonus or EntropyBonusConfig(), ctx)
-        token_loss = out.token_loss
-        if "importance_sampling_ratio" in inputs:  # vLLM sampler/trainer mismatch correction (TRL semantics)
-            token_loss = token_loss * inputs["importance_sampling_ratio"]
+            bonus = self.setup.entropy_bonus or EntropyBonusConfig()
+        out, policy_token_loss = with_is_ratio_and_bonus(out, batch, inputs.get("importance_sampling_ratio"),
+                                                         bonus, ctx)
         tokens, seqs = float(inputs["stare_norm_tokens"]), float(inputs["stare_norm_seqs"])
         agg = dict(mode=self.setup.surrogate.loss_agg_mode, global_tokens=tokens, global_seqs=seqs,
                    norm_length=self.max_completion_length)
-        loss = aggregate(token_loss, mask, **agg)
+        loss = aggregate(out.token_loss, mask, **agg)
+        if aux_loss is not None:  # MoE load balancing, as TRL adds it (scaled for gradient accumulation)
+            loss = loss + self.router_aux_loss_coef * aux_loss / self.current_gradient_accumulation_steps
+            self._metrics["train"]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean().item())
         with torch.no_grad():
             pg_loss = aggregate(policy_token_loss, mask, **agg) * self.current_gradient_accumulation_steps
             self._log_step_metrics(batch, out, pg_loss)
@@ -272,9 +434,10 @@ class StareGRPOTrainer(GRPOTrainer):
         n = valid.sum().clamp(min=1.0)
         m: dict[str, torch.Tensor] = {
             "actor/pg_loss": pg_loss,
-            "actor/entropy": (batch.entropy.detach() * valid).sum() / n,
             "stare/mean_weight": (out.token_weights * valid).sum() / n,
         }
+        if batch.entropy is not None:  # computed when the method, a controller or the diagnostics need it
+            m["actor/entropy"] = (batch.entropy.detach() * valid).sum() / n
         for key in ("l_plus", "l_minus"):
             if key in out.masks:
                 m[f"stare/{key}_frac"] = (out.masks[key] & batch.valid).sum() / n
@@ -316,29 +479,93 @@ class StareGRPOTrainer(GRPOTrainer):
             self.step_control.load(checkpoint)
 
 
-def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:
+def with_is_ratio_and_bonus(out: Any, batch: TokenBatch, is_ratio: torch.Tensor | None,
+                            bonus: EntropyBonusConfig | None, ctx: LossContext) -> tuple[Any, torch.Tensor]:
+    """The method's output with vLLM's importance-sampling ratio on the policy term, then the entropy bonus.
+
+    TRL multiplies only its policy term by the sampler/trainer mismatch ratio (``importance_sampling_ratio``,
+    ``(B, T)`` or ``(B, 1)``); a bonus on the trainer's own entropy is not a sample-based estimate and is added
+    unweighted, as TRL adds its KL term after the ratio.
+
+    Returns:
+        (output whose ``token_loss`` is ``ratio * policy + bonus``, the ratio-weighted policy term ``(B, T)``).
+    """
+    if is_ratio is not None:
+        out = dataclasses.replace(out, token_loss=out.token_loss * is_ratio)
+    policy_token_loss = out.token_loss
+    if bonus is not None:
+        out = add_entropy_bonus(out, batch, bonus, ctx)
+    return out, policy_token_loss
+
+
+def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor | None) -> TokenBatch:
     """Translate a TRL completion batch + the policy's per-token log-probs and entropies into a TokenBatch.
 
     Args:
         inputs: TRL's batch (``completion_mask``, ``advantages`` (B,), ``stare_keep``, optional ``tool_mask``
             and ``old_per_token_logps``; absent = on-policy).
-        logps, entropies: ``(B, T)`` of the current policy (TRL's, at the sampling temperature).
+        logps, entropies: ``(B, T)`` of the current policy (TRL's, at the sampling temperature); entropies
+            ``None`` when not computed.
     """
     mask = _loss_mask(inputs)  # (B, T)
     old = inputs.get("old_per_token_logps")
     old = logps.detach() if old is None else old  # on-policy: TRL skips the old forward
+    # the old policy's entropy: from TRL's old log-prob pass when it ran, else the policy has not moved since
+    # generation and the current forward's entropy is the old one
+    old_entropy = inputs.get("old_entropy")
+    if old_entropy is None and entropies is not None:
+        old_entropy = entropies.detach()
     adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
-    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype))
+    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype),
+                      None if entropies is None else entropies.to(logps.dtype),
+                      old_entropy=None if old_entropy is None else old_entropy.to(logps.dtype))
 
 
-def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:
+def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor | None) -> TokenBatch:
     """What the step controller sees: :func:`trl_token_batch`, detached. When DAPO dropped every group on every
     rank, the mask covers all completions instead: the controllers measure the policy, not the loss."""
-    batch = trl_token_batch(inputs, logps.detach(), entropies.detach())
+    batch = trl_token_batch(inputs, logps.detach(), None if entropies is None else entropies.detach())
     if float(inputs["stare_norm_tokens"]) == 0:  # global kept-token count (one reduce, done at generation)
         all_mask = _loss_mask({**inputs, "stare_keep": torch.ones_like(inputs["stare_keep"])})  # (B, T)
         batch = dataclasses.replace(batch, mask=all_mask.to(batch.log_prob.dtype))
     return batch
+
+
+class LMHeadSwitch:
+    """TRL 1.16's fused LM head with the entropy on or off per call.
+
+    ``GRPOTrainer.__init__`` patches the model with ``add_fused_lm_head(outputs=("log_probs", "entropy"))``: the
+    entropy is then computed in every call, inside the tile pass that computes the log-probs (one more
+    multiply-add and sum per logit, about 2-6% of a step at V = 151,936 with a small hidden size,
+    docs/benchmarks.md). This keeps that forward and adds a log-prob-only one
+    (``add_fused_lm_head(outputs=("log_probs",))``); :meth:`entropy` selects one for a call. Models whose
+    forward is not TRL's patched one keep it (always with entropy).
+    """
+
+    def __init__(self, model: Any, temperature: float, cast_lm_head_to_fp32: bool) -> None:
+        from trl.trainer.utils import add_fused_lm_head
+
+        self.model = model
+        self.with_entropy = model.__dict__.get("forward")  # TRL's patched, bound forward
+        self.without_entropy = None
+        func = getattr(self.with_entropy, "__func__", None)
+        if func is not None and getattr(func, "__wrapped__", None) is type(model).forward:
+            add_fused_lm_head(model, temperature=temperature, cast_lm_head_to_fp32=cast_lm_head_to_fp32,
+                              outputs=("log_probs",))  # wraps TRL's forward (generation still goes through it)
+            self.without_entropy = model.__dict__["forward"]
+            model.forward = self.with_entropy  # the default stays TRL's own
+
+    @contextlib.contextmanager
+    def entropy(self, needed: bool) -> Iterator[None]:
+        """Within the block, fused calls compute the entropy only if ``needed``."""
+        if needed or self.without_entropy is None:
+            yield
+            return
+        self.model.forward = self.without_entropy
+        try:
+            yield
+        finally:
+            self.model.forward = self.with_entropy
 
 
 def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
