@@ -16,12 +16,28 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from stare_rl.selection import gather_values
 from stare_rl.types import LossContext, TokenBatch
+
+
+@dataclasses.dataclass(frozen=True)
+class StepObservation:
+    entropy: float                     # token-mean entropy of the current policy over the whole step batch
+    step: int                          # 0-based generation-batch index
+    batches: tuple[TokenBatch, ...] = ()   # this rank's detached micro-batches
+    group: Any = None                  # process group for all-reduces (None = default / single process)
+
+
+class Controller(Protocol):
+    def update(self, obs: StepObservation) -> None: ...
+    def context(self) -> dict[str, Any]: ...
+    def metrics(self) -> dict[str, float]: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 def _check_entropy(batch_entropy: float) -> float:
