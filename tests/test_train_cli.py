@@ -113,7 +113,10 @@ def test_train_end_to_end_then_eval_and_rerun_from_saved_config(
 def test_warmstart_fields_are_validated_before_compute(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for argv, message in ((["--warmstart_stop_avg_at_k", "1.5"], "warmstart_stop_avg_at_k=1.5 must be in [0, 1]"),
                           (["--warmstart_max_steps", "0"], "warmstart_max_steps=0 must be a positive integer"),
-                          (["--warmstart_seed", "-1"], "warmstart_seed=-1 must be an integer >= 0")):
+                          (["--warmstart_seed", "-1"], "warmstart_seed=-1 must be an integer >= 0"),
+                          (["--tiny_hidden_size", "130"], "tiny_hidden_size=130 must be divisible by num_heads=4"),
+                          (["--tiny_num_layers", "0"], "tiny_num_layers=0 must be a positive integer"),
+                          (["--weight_control", "auto", "--auto_kp", "-1"], "auto_kp=-1.0 must be a finite number")):
         cache = tmp_path / "cache"
         assert train.main([*argv, "--cache_dir", str(cache), "--output_dir", str(tmp_path / "run")]) == 2
         assert message in capsys.readouterr().err
@@ -142,3 +145,33 @@ def test_warmstart_fields_reach_the_warm_start_and_grpo_seeds_share_it(
     info = json.loads((cache / cached[0] / "warmstart.json").read_text())
     assert info["seed"] == 0 and info["steps"] == 1 and info["config"] == dataclasses.asdict(expected)
     assert "warmstart_seed: 0" in (tmp_path / "run1" / "config.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_tiny_shape_fields_key_the_warm_start_and_auto_weight_control_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tiny_hidden_size`` / ``tiny_num_layers`` build and cache a model of that shape; ``--weight_control auto``
+    runs through ``stare train`` and logs the controller's quantities."""
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.warmstart import WarmStartConfig, cache_key
+
+    cache, run = tmp_path / "cache", tmp_path / "run"
+    assert train.main(["--cache_dir", str(cache), "--tiny_hidden_size", "32", "--tiny_num_layers", "1",
+                       "--warmstart_max_steps", "1", "--max_steps", "2", "--per_device_train_batch_size", "8",
+                       "--num_generations", "4", "--train_size", "16", "--final_eval", "false",
+                       "--disable_tqdm", "true", "--weight_control", "auto", "--variant", "C2",
+                       "--target_entropy", "100", "--output_dir", str(run)]) == 0
+    capsys.readouterr()
+    expected = WarmStartConfig(hidden_size=32, num_layers=1, max_steps=1, learning_rate=2e-3, stop_avg_at_k=0.3,
+                               stop_greedy_acc=0.7)  # the embedded default.yaml's warm-start settings
+    cached = sorted(p.name for p in cache.iterdir())
+    assert cached == [f"arithmetic-{cache_key(get_task('arithmetic'), expected, 0)}"]
+    model_cfg = json.loads((cache / cached[0] / "config.json").read_text())
+    assert model_cfg["hidden_size"] == 32 and model_cfg["num_hidden_layers"] == 1
+    records = read_metrics(run)
+    assert [r["step"] for r in records] == [1, 2]
+    # far below the target 100: the error is +1, the strength climbs at the rate limit, W = 1 / M
+    assert [r["stare/auto_strength"] for r in records] == pytest.approx([0.25, 0.5])
+    assert all(r["stare/reweight_m"] == pytest.approx(1.0 / r["stare/reweight_w"]) for r in records)
+    assert "auto" in json.loads((run / "checkpoint-2" / CONTROLLER_FILE).read_text())["controllers"]

@@ -201,3 +201,61 @@ def test_metrics_cover_every_internal_quantity():
                 "auto_rate_limited"):
         assert isinstance(m[key], float), key
     assert m["auto_strength"] == pytest.approx(math.log(m["reweight_w"]))
+
+
+# ----- wiring: weight_control='auto' on the STARE-style methods, through the one StepController -----
+
+def _entropy_batch(level: float):
+    """A random batch whose token-mean entropy is ``level`` (the StepController measures it)."""
+    import dataclasses
+
+    import torch
+
+    from _core_batches import random_batch
+
+    batch = random_batch(3, b=6, t=10)
+    return dataclasses.replace(batch, entropy=torch.full_like(batch.log_prob, level).detach())
+
+
+@pytest.mark.parametrize("method", ["stare", "stare_sensitivity"])
+def test_auto_replaces_the_gate_and_sets_w_m(method):
+    import torch
+
+    from stare_rl import SurrogateConfig, compute_loss, make_config
+    from stare_rl.step_control import StepController
+    from stare_rl.types import LossContext
+
+    cfg = make_config(method, variant="C2", weight_control="auto")
+    sc = StepController(method, cfg)
+    assert set(sc.controllers) == {"auto"} and sc.needs_entropy
+    above = sc.begin_step([_entropy_batch(0.5)], 0)  # above the target 0.3: vanilla, gate off
+    assert above.get("gate_on") is False and above.get("reweight_w") == 1.0 and above.get("reweight_m") == 1.0
+    batch = _entropy_batch(0.5)
+    ref = compute_loss("vanilla", batch, surrogate=SurrogateConfig())
+    out = compute_loss(method, batch, cfg, SurrogateConfig(), above)
+    assert torch.equal(out.token_loss, ref.token_loss)
+    for step in (1, 2, 3):  # below: the smoothed error turns positive, strength > 0, W = 1 / M
+        below = sc.begin_step([_entropy_batch(0.2)], step)
+    w, m = below.get("reweight_w"), below.get("reweight_m")
+    assert below.get("gate_on") is True and w > 1.0 and m == pytest.approx(1.0 / w)
+    fixed = make_config(method, variant="C2", reweight_w=w, reweight_m=m)  # the same weights, given by hand
+    out = compute_loss(method, batch, cfg, SurrogateConfig(), below)
+    by_hand = compute_loss(method, batch, fixed, SurrogateConfig(), LossContext(stats={"gate_on": True}))
+    assert torch.equal(out.token_loss, by_hand.token_loss)
+    assert sc.metrics()["auto_strength"] == pytest.approx(math.log(w))
+    assert set(json.loads(json.dumps(sc.state_dict()))) == {"auto"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("auto_kp", -2.0), ("auto_ki", float("inf")), ("auto_w_max", 0.5), ("auto_m_min", 2.0),
+     ("auto_rate_limit", -1.0), ("auto_smoothing", 1.0)],
+)
+def test_method_config_names_the_auto_field(field, value):
+    from stare_rl import make_config
+
+    for method in ("stare", "stare_sensitivity"):
+        with pytest.raises(ValueError, match=f"{field}={value!r}"):
+            make_config(method, weight_control="auto", **{field: value})
+    with pytest.raises(ValueError, match="weight_control='pid' is not one of"):
+        make_config("stare", weight_control="pid")

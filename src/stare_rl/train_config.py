@@ -118,6 +118,15 @@ class WarmStartArgs:
     warmstart_learning_rate: float | None = field(
         default=None, metadata={"help": "SFT learning rate of the warm start (default: WarmStartConfig's)."}
     )
+    tiny_hidden_size: int | None = field(
+        default=None,
+        metadata={"help": "Width of `model: tiny` (default: WarmStartConfig's 128, ~1M parameters; must divide by its "
+                  "4 attention heads). Part of the warm start's cache key: each size is warm-started once."},
+    )
+    tiny_num_layers: int | None = field(
+        default=None,
+        metadata={"help": "Decoder layers of `model: tiny` (default: WarmStartConfig's 4). Part of the cache key."},
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.warmstart_seed, int) or isinstance(self.warmstart_seed, bool) or self.warmstart_seed < 0:
@@ -131,10 +140,13 @@ class WarmStartArgs:
         given = {name: getattr(self, "warmstart_" + name)
                  for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate")
                  if getattr(self, "warmstart_" + name) is not None}
+        shape = {name: getattr(self, "tiny_" + name) for name in ("hidden_size", "num_layers")
+                 if getattr(self, "tiny_" + name) is not None}
         try:
-            return WarmStartConfig(**given)
+            return WarmStartConfig(**given, **shape)
         except (TypeError, ValueError) as err:  # name the command-line field, not WarmStartConfig's
-            raise ValueError(f"warmstart_{err}") from err
+            prefix = "tiny_" if str(err).startswith(tuple(shape)) else "warmstart_"
+            raise ValueError(f"{prefix}{err}") from err
 
 
 def _looks_like_path(s: str) -> bool:

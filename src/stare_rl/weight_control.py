@@ -20,7 +20,7 @@ integral drains (also at u = 0), so W = M = 1 (exactly vanilla, ``gate_on`` Fals
 above the target; below it the strength grows until the entropy stops falling. The papers' hard gate and
 §4.4 schedule stay available unchanged (``weight_control: fixed | paper``).
 
-Bottom layer: imports only torch-free maths, :mod:`stare_rl.control` and :mod:`stare_rl.types`.
+Bottom layer: imports only :mod:`math` and :mod:`stare_rl.control` (no torch maths needed).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 
 from stare_rl.control import StepObservation
 
+AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
 _EPS = 1e-12  # floor on H_tgt in the relative error: target 0 gives e = -1 above 0 and e = 0 at 0 (no NaN)
 
 
@@ -80,7 +81,7 @@ class AutoWeightConfig:
         if not (isinstance(self.smoothing, (int, float)) and 0.0 <= self.smoothing < 1.0):
             raise ValueError(f"smoothing={self.smoothing!r} must be in [0, 1)")
         if self.kp == 0.0 and self.ki == 0.0:
-            raise ValueError("kp=0 and ki=0: the controller would never re-weight; give kp > 0 or ki > 0")
+            raise ValueError("kp=0 and ki=0: the controller would never re-weight; give one of them > 0")
 
     @property
     def u_max(self) -> float:

@@ -63,6 +63,8 @@ class WarmStartConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size={self.hidden_size} must be divisible by num_heads={self.num_heads}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps={self.warmup_steps!r} must be >= 0")
         if not self.learning_rate > 0:
