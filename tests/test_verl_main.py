@@ -14,8 +14,8 @@ import copy
 import functools
 import inspect
 import json
-import math
 import logging
+import math
 import os
 import runpy
 import subprocess
