@@ -20,7 +20,7 @@ from verl.trainer.ppo.core_algos import get_policy_loss_fn  # noqa: E402
 from verl.workers.config import FSDPActorConfig, PolicyLossConfig  # noqa: E402
 
 from stare_rl import aggregate, compute_loss, list_methods  # noqa: E402
-from stare_rl.control import StareGate, StareWeightSchedule  # noqa: E402
+from stare_rl.control import GATE, StareGate, StareWeightSchedule  # noqa: E402
 from stare_rl.engines import verl as V  # noqa: E402
 from stare_rl.types import LossContext, TokenBatch  # noqa: E402
 
@@ -294,3 +294,21 @@ def test_stare_sensitivity_takes_the_step_gate(gate_on: bool) -> None:
     plain = compute_loss("vanilla", batch, None, V.surrogate_config(cfg, "token-mean"))
     differs = not torch.allclose(loss, aggregate(plain.token_loss, batch.mask, "token-mean"))
     assert differs == gate_on
+
+
+def test_plugin_only_refuses_methods_whose_controllers_need_the_driver() -> None:
+    """Through verl.trainer.main_ppo (no per-step state) a method owning a controller other than the STARE gate
+    (EntroPIC's PI, STARE's W/M control) must refuse with a pointer to the exact entry point instead of silently
+    running with a fresh controller (alpha 0 = vanilla)."""
+    from stare_rl.registry import get_method
+
+    b = make_batch()
+    owning = []
+    for name in list_methods():
+        spec = get_method(name)
+        if set(spec.make_controllers(spec.config_cls())) - {GATE}:
+            owning.append(name)
+            with V.step_state(V.StepState(entropy=b["entropy"])):  # the actor's entropy, no driver state
+                with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):
+                    call(f"{V.NAME_PREFIX}{name}", b, actor_config())
+    assert "entropic" in owning

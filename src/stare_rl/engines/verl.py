@@ -204,13 +204,13 @@ def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state
     exact = state is not None and state.controllers is not None
     if exact:
         ctrl.load_state_dict(state.controllers)
+    stateful = sorted(set(ctrl.controllers) - {GATE})  # any controller but the gate needs the driver's state
+    if not exact and (stateful or (ctrl.spec.gated and policy_loss.get("stare_gate", "auto") == "exact")):
+        raise ValueError(
+            f"policy_loss.stare_gate='exact' / controllers {stateful} of method {name!r} (e.g. weight_control, "
+            "EntroPIC's PI) need the per-step state of the exact entry point: run "
+            "`python -m stare_rl.engines.verl_main ...` instead of verl.trainer.main_ppo")
     if ctrl.spec.gated and (not exact or policy_loss.get("stare_gate", "auto") == "surprisal"):
-        stateful = sorted(set(ctrl.controllers) - {GATE})
-        if policy_loss.get("stare_gate", "auto") == "exact" or (stateful and not exact):
-            raise ValueError(
-                f"policy_loss.stare_gate='exact' / controllers {stateful} of method {name!r} (e.g. weight_control) "
-                "need the per-step state of the exact entry point: run `python -m stare_rl.engines.verl_main ...` "
-                "instead of verl.trainer.main_ppo")
         if GATE not in ctrl.controllers:  # weight_control='auto': a continuous strength, no hard gate to re-set
             raise ValueError(f"policy_loss.stare_gate='surprisal' re-sets STARE's hard gate, but method {name!r} has "
                              f"none (controllers {sorted(ctrl.controllers)}, e.g. weight_control='auto'): use "
