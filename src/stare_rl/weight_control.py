@@ -8,7 +8,8 @@ by a PI law on the relative entropy error, with bounds, a rate limit and anti-wi
 
 Control law (per generation batch t, before the updates on it; docs/methods.md states the derivation)::
 
-    e_t   = clip((H_tgt - H_t) / H_tgt, -1, 1)                  relative error, > 0 below the target
+    e_raw = clip((H_tgt - H_t) / H_tgt, -1, 1)                  relative error, > 0 below the target
+    e_t   = beta e_{t-1} + (1 - beta) e_raw   (e_0 = e_raw)     EMA: the batch entropy is noisy
     I_t   = clip(I_{t-1} + k_i e_t, 0, u_max)                   integral (in units of log W)
             unless u_{t-1} = u_max and e_t > 0                  (anti-windup: conditional integration)
     v_t   = k_p e_t + I_t                                       PI demand
@@ -33,6 +34,7 @@ from typing import Any
 from stare_rl.control import StepObservation
 
 AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
+_NEG_TOL = 1e-6  # entropies this far below 0 are rounding, not bugs
 _EPS = 1e-12  # floor on H_tgt in the relative error: target 0 gives e = -1 above 0 and e = 0 at 0 (no NaN)
 
 
@@ -128,8 +130,9 @@ class AutoWeightController:
 
     def update(self, obs: StepObservation) -> None:
         h = float(obs.entropy)
-        if not math.isfinite(h) or h < 0.0:
+        if not math.isfinite(h) or h < -_NEG_TOL:
             raise ValueError(f"entropy={obs.entropy!r} must be a finite value >= 0 (step {obs.step})")
+        h = max(h, 0.0)  # a token-mean of float entropies of near-deterministic states can round below 0
         cfg, u_prev = self.config, self.strength
         u_max = cfg.u_max
         raw = self.relative_error(h)
