@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stare_rl.train_config import ModelTaskArgs, WarmStartArgs, load_yaml_config
+from stare_rl.train_config import ModelTaskArgs, WarmStartArgs, load_task_config, load_yaml_config
 
 EPILOG = (
     "Fields come from TRL's GRPOConfig, the model/task and method sections, the shared clipped surrogate and "
@@ -118,6 +118,8 @@ def plan_run(argv: list[str]) -> Plan | None:
     """Parse and validate ``argv`` (``None`` after printing --help). Raises ValueError on bad input."""
     config, method, task, rest, want_help = _pre_parse(argv)
     base = load_yaml_config(config)
+    if config is None:  # an embedded task may ship its own defaults on top (configs/<task>.yaml)
+        base.update(load_task_config(task or str(base.get("task", ModelTaskArgs.task))))
     method = method or str(base.get("method", "stare"))
     parser = build_parser(method)
     if want_help:
@@ -190,7 +192,7 @@ def _rows(spec: str, what: str) -> list[dict[str, Any]]:
 def prepare(plan: Plan) -> Prepared:
     """Build the data and reward, resolve defaults that depend on the task, check the resume point."""
     from stare_rl.runlog import RunLayout
-    from stare_rl.tasks import get_task
+    from stare_rl.tasks import get_task, is_tool_task
 
     ta, grpo = plan.task_args, plan.grpo
     needs_task = ta.model == "tiny" or ta.dataset is None or ta.reward == "task"
@@ -210,6 +212,10 @@ def prepare(plan: Plan) -> Prepared:
         reward_fn = task.reward
     if ta.dataset is None and "max_completion_length" not in plan.explicit:
         grpo.max_completion_length = task.max_completion_chars + 1  # embedded task: answer + <eos>
+    if task is not None and is_tool_task(task) and ta.dataset is None:  # TRL plays the episodes from chat prompts
+        train_rows = [{"prompt": task.chat_prompt(r), "answer": r["answer"]} for r in train_rows]
+        if "max_tool_calling_iterations" not in plan.explicit:
+            grpo.max_tool_calling_iterations = task.max_tool_calls  # the turn limit
     resume = grpo.resume_from_checkpoint
     if resume is not None and str(resume).lower() in ("last", "true"):
         last = RunLayout(Path(grpo.output_dir)).last_checkpoint()
@@ -281,15 +287,24 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
 
     from stare_rl.engines.trl import StareGRPOTrainer, make_reward_func
     from stare_rl.runlog import write_json_atomic
+    from stare_rl.tasks import is_tool_task
 
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
+    tool_task = prep.task is not None and is_tool_task(prep.task) and ta.dataset is None
+    if tool_task:  # TRL's own multi-turn tool loop plays the episodes (engines/trl_tools.py)
+        from stare_rl.engines.trl_tools import make_tool_reward_func
+
+        reward_func, extra = make_tool_reward_func(prep.reward_fn, ta.reward_timeout_s), {"tools": list(prep.task.tools)}
+    else:
+        reward_func, extra = make_reward_func(prep.reward_fn, ta.reward_timeout_s), {}
     trainer = StareGRPOTrainer(
         model=model,
-        reward_funcs=make_reward_func(prep.reward_fn, ta.reward_timeout_s),
+        reward_funcs=reward_func,
         args=grpo,
         train_dataset=Dataset.from_list(prep.train_rows),
         processing_class=tokenizer,
         setup=plan.setup,
+        **extra,
     )
     print(f"training: method={plan.setup.method}, run dir {layout.root}", flush=True)
     trainer.train(resume_from_checkpoint=prep.resume)
@@ -299,7 +314,15 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         from stare_rl.tasks.warmstart import TASK_INFO_FILE
 
         write_json_atomic(layout.model / TASK_INFO_FILE, {"task": prep.task.name, "task_kwargs": prep.task.settings()})
-    if ta.final_eval:
+    if ta.final_eval and tool_task:
+        from stare_rl.tasks.tool_eval import evaluate_tool_task
+
+        result = evaluate_tool_task(trainer.model, tokenizer, prep.task, prep.eval_rows, k=ta.eval_k,
+                                    temperature=grpo.temperature, max_completion_length=grpo.max_completion_length,
+                                    max_tool_calls=grpo.max_tool_calling_iterations, seed=grpo.seed)
+        write_json_atomic(layout.eval, result)
+        print("held-out evaluation: " + json.dumps({k: v for k, v in result.items() if isinstance(v, int | float)}))
+    elif ta.final_eval:
         from stare_rl.evaluation import evaluate
 
         result = evaluate(trainer.model, tokenizer, prep.eval_rows, prep.reward_fn, k=ta.eval_k,
