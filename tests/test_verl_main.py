@@ -333,9 +333,10 @@ def test_auto_weight_control_through_the_entry_point(tmp_path: Path, monkeypatch
     w, m = metrics["stare_rl/reweight_w"], metrics["stare_rl/reweight_m"]
     assert metrics["stare_rl/gate_on"] == 1.0 and w == pytest.approx(math.exp(0.25)) and m == pytest.approx(1 / w)
     assert batch.extra_info[V.STATE_KEY] == trainer.stare_rl.state_dict()
+    stats = batch.extra_info[V.STATS_KEY]  # the driver's global-scope thresholds of the step batch
     loss = trainer.actor_rollout_wg.losses[-1]
-    torch.testing.assert_close(loss, core_loss(low, cfg, gate_on=True, reweight_w=w, reweight_m=m))
-    assert not torch.allclose(loss, core_loss(low, cfg, gate_on=False, reweight_w=w, reweight_m=m))
+    torch.testing.assert_close(loss, core_loss(low, cfg, gate_on=True, reweight_w=w, reweight_m=m, **stats))
+    assert not torch.allclose(loss, core_loss(low, cfg, gate_on=False, reweight_w=w, reweight_m=m, **stats))
 
 
 def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(
