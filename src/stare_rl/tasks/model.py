@@ -6,6 +6,8 @@ from typing import Any
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+TINY_MAX_POSITIONS = 128  # longest prompt + completion of the tiny model, in tokens
+
 
 def build_tiny_model(
     tokenizer: PreTrainedTokenizerBase,
@@ -13,7 +15,7 @@ def build_tiny_model(
     num_layers: int = 4,
     num_heads: int = 4,
     intermediate_size: int | None = None,
-    max_position_embeddings: int = 128,
+    max_position_embeddings: int = TINY_MAX_POSITIONS,
     seed: int = 0,
     **config_overrides: Any,
 ) -> PreTrainedModel:
