@@ -7,8 +7,9 @@
   * warns once when every prompt group got identical rewards for ``patience`` consecutive steps
     (``frac_reward_zero_std`` = 1: all advantages are 0, so nothing is learnt; with dynamic sampling every
     group is dropped and the loss is 0 by definition);
-  * stops training when the loss or the gradient norm is NaN/inf, without saving that step, and records why
-    (:attr:`TrainingWatch.stopped`): the checkpoints written before stay as they were.
+  * stops training when the loss, the gradient norm or a weight is NaN/inf, without saving that step, and
+    records why (:attr:`TrainingWatch.stopped`): the checkpoints written before stay as they were, and no
+    completion is ever sampled from non-finite weights (which fails deep inside ``torch.multinomial``).
 
 - :func:`check_reward_func` wraps a TRL batch reward function: a wrong number of scores raises an error
   naming the function and both counts; NaN/inf scores become ``None`` (TRL's "no score", which the adapter
@@ -49,6 +50,25 @@ class TrainingWatch(TrainerCallback):
         self.warnings: list[str] = []
         self.stopped: str | None = None
 
+    def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> Any:
+        if model is None or self.stopped is not None:
+            return control
+        import torch
+
+        with torch.no_grad():
+            finite = torch.stack([p.isfinite().all() for p in model.parameters()]).all()
+        if not bool(finite):
+            self._stop(control, f"training stopped at step {state.global_step}: the weights are no longer finite "
+                       "(NaN/inf) after this update")
+        return control
+
+    def _stop(self, control: Any, reason: str) -> None:
+        self.stopped = (f"{reason}; that step was not saved, the checkpoints before it are intact (lower "
+                        "learning_rate, check the rewards and the method's weights)")
+        logger.error(self.stopped)
+        control.should_training_stop = True
+        control.should_save = False
+
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> Any:
         if not logs or "train_runtime" in logs:
             return control
@@ -56,11 +76,7 @@ class TrainingWatch(TrainerCallback):
         for key in ("loss", "actor/grad_norm", "grad_norm"):
             value = logs.get(key)
             if isinstance(value, float) and not math.isfinite(value) and self.stopped is None:
-                self.stopped = (f"training stopped at step {step}: {key} is {value}; that step was not saved, the "
-                                "checkpoints before it are intact (lower learning_rate, check the rewards)")
-                logger.error(self.stopped)
-                control.should_training_stop = True
-                control.should_save = False
+                self._stop(control, f"training stopped at step {step}: {key} is {value}")
                 return control
         score = next((logs[k] for k in SCORE_KEYS if isinstance(logs.get(k), int | float)), None)
         if score is not None:
