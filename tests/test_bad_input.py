@@ -250,3 +250,18 @@ def test_exit_status_2_from_the_installed_entry_point(tmp_path: Path) -> None:
     assert proc.stderr.strip().splitlines()[-1] == (
         "stare train: error: learning_rate=-0.0001 must be a finite number > 0")
     assert not run.exists() and not (tmp_path / "c").exists()
+
+
+def test_resume_last_skips_a_half_written_checkpoint(tmp_path: Path) -> None:
+    """A run killed while writing checkpoint-200 (no trainer_state.json, no controller state yet): `last` is 100."""
+    from stare_rl.runlog import CONTROLLER_FILE, TRAINER_STATE_FILE, RunLayout
+
+    run = tmp_path / "run"
+    for step, files in ((100, (TRAINER_STATE_FILE, CONTROLLER_FILE)), (200, ("model.safetensors",)),
+                        (300, (TRAINER_STATE_FILE,))):
+        (run / f"checkpoint-{step}").mkdir(parents=True)
+        for name in files:
+            (run / f"checkpoint-{step}" / name).write_text("{}")
+    assert RunLayout(run).last_checkpoint() == run / "checkpoint-100"  # 300 lacks the controller state
+    (run / "checkpoint-300" / CONTROLLER_FILE).write_text("{}")
+    assert RunLayout(run).last_checkpoint() == run / "checkpoint-300"

@@ -140,3 +140,19 @@ def test_warmstart_fields_reach_the_warm_start_and_grpo_seeds_share_it(
     info = json.loads((cache / cached[0] / "warmstart.json").read_text())
     assert info["seed"] == 0 and info["steps"] == 1 and info["config"] == dataclasses.asdict(expected)
     assert "warmstart_seed: 0" in (tmp_path / "run1" / "config.yaml").read_text()
+
+
+def test_config_file_is_layered_on_the_embedded_default(tmp_path: Path) -> None:
+    """A config file with two keys changes those two; every other value is the no-argument default's."""
+    from stare_rl.train_config import load_yaml_config
+
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text("max_steps: 7\nseed: 3\n")
+    plan = train.plan_run(["--config", str(cfg), "--learning_rate", "3e-4", "--output_dir", str(tmp_path / "run")])
+    default = load_yaml_config(None)
+    assert plan.grpo.max_steps == 7 and plan.grpo.seed == 3 and plan.grpo.learning_rate == 3e-4  # file, flag
+    assert plan.grpo.per_device_train_batch_size == default["per_device_train_batch_size"] == 128
+    assert plan.warmstart.warmstart_learning_rate == default["warmstart_learning_rate"] == 2e-3
+    assert plan.task_args.torch_threads == default["torch_threads"] == 1
+    assert plan.base_note == f"config: {cfg} on top of the embedded default (default.yaml)"
+    assert train.plan_run(["--output_dir", str(tmp_path / "r2")]).base_note == "config: the embedded default (default.yaml)"

@@ -34,6 +34,7 @@ EVAL_FILE = "eval.json"
 INITIAL_EVAL_FILE = "eval_initial.json"
 CONTROLLER_FILE = "stare_controller.json"
 TRAIN_SUMMARY_FILE = "train_summary.json"
+TRAINER_STATE_FILE = "trainer_state.json"  # HF's, the last file of a checkpoint before ours
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
 
 
@@ -67,8 +68,18 @@ class RunLayout:
         return [p for _, p in sorted(found)]
 
     def last_checkpoint(self) -> Path | None:
+        """The newest *complete* checkpoint, or None.
+
+        Complete: ``trainer_state.json`` is there (HF writes it after the model, optimizer and RNG states) and,
+        in a run whose checkpoints hold controller state, ``stare_controller.json`` too (written last). A
+        checkpoint half-written by a killed run is skipped, never resumed from.
+        """
         ckpts = self.checkpoints()
-        return ckpts[-1] if ckpts else None
+        with_controller = any((c / CONTROLLER_FILE).is_file() for c in ckpts)
+        for ckpt in reversed(ckpts):
+            if (ckpt / TRAINER_STATE_FILE).is_file() and (not with_controller or (ckpt / CONTROLLER_FILE).is_file()):
+                return ckpt
+        return None
 
 
 def _jsonable(value: Any) -> Any:
