@@ -39,7 +39,7 @@ def model_card(plan: Any, notes: list[str], steps: int, before: dict[str, Any] |
         f"- method: `{setup.method}` ({method_fields}); advantage estimator `{setup.advantage_estimator}`"
         + (", dynamic sampling" if setup.dynamic_sampling else ""),
         f"- optimisation: {steps} steps of {prompts} prompts x {grpo.num_generations} samples, learning rate "
-        f"{grpo.learning_rate:g} ({grpo.lr_scheduler_type}), temperature {grpo.temperature:g}, "
+        f"{grpo.learning_rate:g} ({getattr(grpo.lr_scheduler_type, 'value', grpo.lr_scheduler_type)}), temperature {grpo.temperature:g}, "
         f"max completion {grpo.max_completion_length} tokens, seed {grpo.seed}",
         "- files: `config.yaml` (re-run: `stare train --config config.yaml`), `metrics.jsonl` (every step), "
         "`model/` (Hugging Face model dir), `eval.json`",

@@ -370,6 +370,7 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
 
     hf_logging.set_verbosity_warning()
     datasets.disable_progress_bars()  # TRL's dataset map bars: one bar per phase is enough
+    hf_logging.disable_progress_bar()  # "Loading weights" / "Writing model shards" at every load and checkpoint
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
     layout = RunLayout(Path(grpo.output_dir))
     _write_config(layout.config, {**plan.explicit, "output_dir": grpo.output_dir})

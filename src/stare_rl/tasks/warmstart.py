@@ -182,6 +182,7 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                          callbacks=[stopper])
+    _quiet_progress(trainer)
     trainer.train()
     if not stopper.history or stopper.history[-1]["step"] != trainer.state.global_step:
         stopper.measure(model, trainer.state.global_step)
@@ -199,6 +200,20 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
         "cpu_time_s": round(time.process_time() - cpu_start, 1),
         "num_parameters": sum(p.numel() for p in model.parameters()),
     }
+
+
+def _quiet_progress(trainer: Any) -> None:
+    """The SFT progress bar without the loss dicts it prints every ``eval_every`` steps and at the end: the stop
+    metric line (``_StopOnMetric``) and ``warmstart.json`` carry what matters."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    class _BarOnly(ProgressCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            return None
+
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_BarOnly())
 
 
 def _make_callback_base() -> type:
