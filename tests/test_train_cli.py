@@ -156,3 +156,18 @@ def test_config_file_is_layered_on_the_embedded_default(tmp_path: Path) -> None:
     assert plan.task_args.torch_threads == default["torch_threads"] == 1
     assert plan.base_note == f"config: {cfg} on top of the embedded default (default.yaml)"
     assert train.plan_run(["--output_dir", str(tmp_path / "r2")]).base_note == "config: the embedded default (default.yaml)"
+
+
+def test_config_base_none_starts_from_the_library_defaults(tmp_path: Path) -> None:
+    """`stare compare` cells: the file alone; the saved config.yaml pins the default's keys, so a re-run of it
+    (layered on the default) gets the same values."""
+    from stare_rl.train_config import load_yaml_config
+
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text("max_steps: 7\nseed: 3\n")
+    plan = train.plan_run(["--config", str(cfg), "--config_base", "none", "--output_dir", str(tmp_path / "run")])
+    assert plan.grpo.max_steps == 7 and plan.grpo.per_device_train_batch_size == 8  # GRPOConfig's default
+    assert plan.warmstart.warmstart_learning_rate is None and plan.task_args.torch_threads is None
+    assert "alone (config_base none" in plan.base_note
+    assert set(load_yaml_config(None)) <= set(plan.explicit)
+    assert plan.explicit["per_device_train_batch_size"] == 8 and plan.explicit["lr_scheduler_type"] == "linear"

@@ -33,10 +33,11 @@ from stare_rl.commands.preflight import (
 )
 from stare_rl.train_config import DEFAULT_CONFIG, ModelTaskArgs, WarmStartArgs, load_yaml_config
 
+CONFIG_BASES = ("default", "none")
 EPILOG = (
     "Fields come from TRL's GRPOConfig, the model/task and method sections, the shared clipped surrogate and "
     "the chosen method's own config (shown for --method, default stare). YAML keys and --flags use the same "
-    "names. Without --config the embedded default (stare_rl/configs/default.yaml) is the base. "
+    "names. The embedded default (stare_rl/configs/default.yaml) is always the base: --config is layered on it. "
     "Docs: docs/train.md."
 )
 
@@ -54,17 +55,18 @@ class Plan:
     base_note: str = ""  # which config(s) the run starts from
 
 
-def _pre_parse(argv: list[str]) -> tuple[str | None, str, str | None, list[str], bool]:
-    """``(config path, method, task, remaining argv, help requested)`` without the full parser."""
+def _pre_parse(argv: list[str]) -> tuple[str | None, str, str | None, list[str], bool, str]:
+    """``(config path, method, task, remaining argv, help requested, config base)`` without the full parser."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--config", default=None)
+    pre.add_argument("--config_base", default="default", choices=CONFIG_BASES)
     pre.add_argument("--method", default=None)
     pre.add_argument("--task", default=None)
     pre.add_argument("-h", "--help", action="store_true")
     raise_instead_of_exit(pre)
     known, _ = pre.parse_known_args(argv)
-    rest = _drop_flag(argv, "--config")
-    return known.config, known.method, known.task, rest, known.help
+    rest = _drop_flag(_drop_flag(argv, "--config"), "--config_base")
+    return known.config, known.method, known.task, rest, known.help, known.config_base
 
 
 def _drop_flag(argv: list[str], flag: str) -> list[str]:
@@ -99,6 +101,9 @@ def build_parser(method: str) -> Any:
     )
     parser.add_argument("--config", default=None,
                         help="YAML file of field: value, layered on the embedded default (its keys win).")
+    parser.add_argument("--config_base", default="default", choices=CONFIG_BASES,
+                        help="What --config is layered on: 'default' (the embedded default.yaml) or 'none' (the "
+                        "library defaults of each field, as `stare compare` cells do).")
     for action in parser._actions:
         if action.dest in SUPERSEDED_FIELDS:
             action.help = f"[not used by stare-rl; use {SUPERSEDED_FIELDS[action.dest][1]}] " + (action.help or "")
@@ -107,7 +112,7 @@ def build_parser(method: str) -> Any:
 
 def _known_fields(parser: Any) -> set[str]:
     """Field names (YAML keys) of the parser."""
-    return {a.dest for a in parser._actions if a.dest not in ("help", "config")}
+    return {a.dest for a in parser._actions if a.dest not in ("help", "config", "config_base")}
 
 
 def _known_flags(parser: Any) -> set[str]:
@@ -135,22 +140,30 @@ def _cli_keys(argv: list[str]) -> list[str]:
     return [tok[2:].split("=", 1)[0] for tok in argv if tok.startswith("--")]
 
 
-def _layered_config(config: str | None) -> tuple[dict[str, Any], dict[str, str], str]:
-    """``(values, origin of each key, note)``: the embedded default, with ``config``'s keys on top."""
+def _layered_config(config: str | None, config_base: str = "default") -> tuple[dict[str, Any], dict[str, str], str]:
+    """``(values, origin of each key, note)``: the embedded default, with ``config``'s keys on top (or
+    ``config`` alone with ``config_base='none'``)."""
     embedded = f"the embedded default ({DEFAULT_CONFIG})"
     default = load_yaml_config(None)
     if config is None:
         return default, dict.fromkeys(default, embedded), f"config: {embedded}"
     own = load_yaml_config(config)
+    if config_base == "none":
+        return own, dict.fromkeys(own, config), f"config: {config} alone (config_base none: library defaults below)"
     origin = {**dict.fromkeys(default, embedded), **dict.fromkeys(own, config)}
     return {**default, **own}, origin, f"config: {config} on top of {embedded}"
+
+
+def _plain(value: Any) -> Any:
+    """A YAML-safe value (enums as their value)."""
+    return getattr(value, "value", value)
 
 
 def plan_run(argv: list[str]) -> Plan | None:
     """Parse and validate ``argv`` (``None`` after printing --help). Raises ValueError on bad input."""
     argv = join_negative_values(list(argv))
-    config, method, task, rest, want_help = _pre_parse(argv)
-    base, origin, base_note = _layered_config(config)
+    config, method, task, rest, want_help, config_base = _pre_parse(argv)
+    base, origin, base_note = _layered_config(config, config_base)
     method = method or str(base.get("method", "stare"))
     parser = build_parser(method)
     raise_instead_of_exit(parser)
@@ -176,6 +189,9 @@ def plan_run(argv: list[str]) -> Plan | None:
     explicit = {**base, **{k: getattr(grpo, k, None) for k in _cli_keys(rest) if hasattr(grpo, k)}}
     for obj in (task_args, method_args, surrogate, method_cfg, warmstart):
         explicit.update(dataclasses.asdict(obj))
+    for key in load_yaml_config(None):  # pin the default's keys: config.yaml re-runs the same on any base
+        if key not in explicit and hasattr(grpo, key):
+            explicit[key] = _plain(getattr(grpo, key))
     return Plan(grpo=grpo, task_args=task_args, method_args=method_args, setup=setup, explicit=explicit,
                 warmstart=warmstart, base_note=base_note)
 
