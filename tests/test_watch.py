@@ -124,3 +124,40 @@ def test_stare_train_warns_on_a_reward_that_is_always_zero(tmp_path: Path, capsy
     assert (run / "model" / "README.md").read_text() == card
     out = capsys.readouterr().out
     assert "reward: task (reward=task)" in out and "8 rows held out from dataset" in out
+
+
+def test_tied_lm_head_missing_key_message_is_dropped_on_resume_only_when_tied() -> None:
+    """transformers warns "missing keys ['lm_head.weight']" when resuming a tied-embedding model (the tie restores
+    it); ``stare train`` drops exactly that message, and keeps it for a real missing weight or an untied head."""
+    import inspect
+
+    import transformers.trainer
+
+    from stare_rl.commands.train import _quiet_tied_weight_warning
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.model import build_tiny_model
+    from stare_rl.tasks.tokenizer import build_char_tokenizer
+
+    prefix = "There were missing keys in the checkpoint model loaded: "
+    assert prefix in inspect.getsource(transformers.trainer)  # the message this filter is written for
+    tok = build_char_tokenizer(get_task("arithmetic").alphabet)
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    log = logging.getLogger("transformers.trainer")
+    handler = Keep()
+    log.addHandler(handler)
+    try:
+        for tied in (True, False):
+            model = build_tiny_model(tok, hidden_size=16, num_layers=1, num_heads=2, tie_word_embeddings=tied)
+            with _quiet_tied_weight_warning(model):
+                log.warning(prefix + "['lm_head.weight'].")
+                log.warning(prefix + "['model.norm.weight'].")
+        log.warning(prefix + "['lm_head.weight'].")  # outside: untouched
+    finally:
+        log.removeHandler(handler)
+    assert seen == [prefix + "['model.norm.weight'].", prefix + "['lm_head.weight'].",
+                    prefix + "['model.norm.weight'].", prefix + "['lm_head.weight']."]

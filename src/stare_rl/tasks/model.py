@@ -46,11 +46,10 @@ def build_tiny_model(
         num_attention_heads=num_heads,
         num_key_value_heads=num_heads,
         max_position_embeddings=max_position_embeddings,
-        tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
-        **config_overrides,
+        **{"tie_word_embeddings": True, **config_overrides},
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
