@@ -56,7 +56,7 @@ def variants() -> dict[str, Callable[[TokenBatch], torch.Tensor]]:
         config = make_config(name, **cfg)
 
         def step(batch: TokenBatch) -> torch.Tensor:
-            out = compute_loss(name, batch, config, sur, LossContext(gate_on=True, generator=gen))
+            out = compute_loss(name, batch, config, sur, LossContext(stats={"gate_on": True}, generator=gen))
             return aggregate(out.token_loss, batch.mask, sur.loss_agg_mode)
 
         return step

@@ -35,9 +35,9 @@ def _parts(model_dir: str | None) -> tuple[Any, Any, Any]:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     task = get_task("arithmetic")
     if model_dir:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stare_rl.compare import (
+from stare_rl.analysis.grid import (
     DONE_FILE,
     Cell,
     cell_state,
@@ -184,9 +184,9 @@ def test_cell_state_and_resume_preparation(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small random model of the project's tiny architecture for countdown (no warm start needed)."""
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     path = tmp_path_factory.mktemp("tiny_countdown")
     tok = build_char_tokenizer(get_task("countdown").alphabet)

@@ -14,7 +14,8 @@ import torch.multiprocessing as mp
 
 from _core_batches import random_batch
 from stare_rl import LossContext, TokenBatch, compute_loss, make_config
-from stare_rl.control import global_stats, global_token_mean
+from stare_rl.control import global_token_mean
+from stare_rl.step_control import StepController
 
 WORLD = 2
 ROWS = [slice(0, 3), slice(3, 8)]  # uneven on purpose: the gathers handle different lengths per rank
@@ -55,7 +56,7 @@ def _rows(batch: TokenBatch, rows: slice) -> TokenBatch:
 
 
 def _summary(method: str, batch: TokenBatch, cfg: Any, stats: dict[str, Any]) -> dict[str, torch.Tensor]:
-    ctx = LossContext(gate_on=True, **stats) if method == "stare" else LossContext(**stats)
+    ctx = LossContext(stats={"gate_on": True, **stats}) if method == "stare" else LossContext(stats=stats)
     out = compute_loss(method, batch, cfg, context=ctx)
     return {"weights": out.token_weights.detach(), **{k: v for k, v in out.masks.items()}}
 
@@ -67,7 +68,7 @@ def _worker(rank: int, init_file: str, out_dir: str) -> None:
         local = _rows(_whole(), ROWS[rank])
         results: dict[str, Any] = {"entropy_mean": global_token_mean(local)}
         for method, cfg in _methods().items():
-            results[method] = _summary(method, local, cfg, global_stats(method, local, cfg))
+            results[method] = _summary(method, local, cfg, StepController(method, cfg).global_stats(local))
             results[method + "/batch_scope"] = _summary(method, local, cfg, {})
         torch.save(results, Path(out_dir) / f"rank{rank}.pt")
     finally:
@@ -86,7 +87,7 @@ def test_two_ranks_match_one_process_on_the_whole_batch(rank_results, method: st
     whole = _whole()
     cfg = _methods()[method]
     reference = _summary(method, whole, cfg, {})  # one process, batch scope = the whole batch
-    assert global_stats(method, whole, cfg)  # the single-process helper has something to say
+    assert StepController(method, cfg).global_stats(whole)  # the single-process helper has something to say
     for key, ref in reference.items():
         got = torch.cat([rank_results[r][method][key] for r in range(WORLD)])
         assert torch.equal(got, ref), f"{method}: {key} differs between 2 ranks and 1 process"

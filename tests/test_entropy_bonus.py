@@ -17,7 +17,7 @@ from stare_rl import (
     compute_loss,
     list_methods,
 )
-from stare_rl.control import AdaptiveEntropyCoef, make_context
+from stare_rl.control import AdaptiveEntropyCoef, StepObservation
 from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus, entropy_bonus, resolve_entropy_coef
 from stare_rl.tokens import logprobs_and_entropy
 
@@ -92,8 +92,8 @@ def test_coef_zero_changes_nothing() -> None:
 
 def test_context_coefficient_from_the_adaptive_controller_overrides_the_config() -> None:
     ctrl = AdaptiveEntropyCoef(target_entropy=0.3, step=5e-4, init=0.001)
-    ctrl.update(0.1)  # entropy below target: coefficient goes up one step
-    ctx = make_context(entropy_coef=ctrl)
+    ctrl.update(StepObservation(entropy=0.1, step=0))  # entropy below target: coefficient goes up one step
+    ctx = LossContext(stats=ctrl.context())
     assert resolve_entropy_coef(EntropyBonusConfig(coef=0.5), ctx) == pytest.approx(0.0015)
     assert resolve_entropy_coef(EntropyBonusConfig(coef=0.5), LossContext()) == 0.5
     batch = random_batch(1)
@@ -106,7 +106,7 @@ def test_config_validation_names_field_and_value(coef: float) -> None:
     with pytest.raises(ValueError, match=f"coef={coef}"):
         EntropyBonusConfig(coef=coef)
     with pytest.raises(ValueError, match=f"entropy_coef={coef}"):
-        resolve_entropy_coef(EntropyBonusConfig(), LossContext(entropy_coef=coef))
+        resolve_entropy_coef(EntropyBonusConfig(), LossContext(stats={"entropy_coef": coef}))
 
 
 def test_missing_entropy_and_shape_errors() -> None:

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from stare_rl.evaluation import count_reflections, evaluate, pass_at_k
+from stare_rl.models.tiny import build_tiny_model
+from stare_rl.models.tokenizer import build_char_tokenizer
 from stare_rl.tasks import get_task
-from stare_rl.tasks.model import build_tiny_model
-from stare_rl.tasks.tokenizer import build_char_tokenizer
 
 
 @pytest.fixture(scope="module")

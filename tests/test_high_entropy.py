@@ -48,7 +48,7 @@ def test_keeps_the_top_rho_fraction_by_entropy(rho: float, kept: list[int]) -> N
 
 
 def test_global_threshold_from_context_overrides_the_batch() -> None:
-    out = compute_loss("high_entropy", _hand_batch(), HighEntropyConfig(rho=0.2), context=LossContext(entropy_threshold=1.5))
+    out = compute_loss("high_entropy", _hand_batch(), HighEntropyConfig(rho=0.2), context=LossContext(stats={"entropy_threshold": 1.5}))
     assert out.masks["high_entropy"][0].tolist() == [True, False, True, False, True, False]
     assert float(out.metrics["entropy_threshold"]) == 1.5
 
@@ -64,7 +64,7 @@ def test_global_threshold_makes_micro_batches_agree_with_the_whole_batch() -> No
     for rows in (slice(0, 3), slice(3, 8)):
         sub = with_(batch, **{k: getattr(batch, k)[rows] for k in ("log_prob", "old_log_prob", "advantages",
                                                                      "mask", "entropy")})
-        out = compute_loss("high_entropy", sub, cfg, context=LossContext(entropy_threshold=tau))
+        out = compute_loss("high_entropy", sub, cfg, context=LossContext(stats={"entropy_threshold": tau}))
         parts.append(out.token_weights)
         total = total + aggregate(out.token_loss, sub.mask, "token-mean", global_tokens=n_tok)
     assert torch.equal(torch.cat(parts), full.token_weights)

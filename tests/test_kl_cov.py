@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from _core_batches import random_batch, with_
 from stare_rl import LossContext, TokenBatch, aggregate, compute_loss
-from stare_rl.control import global_stats
 from stare_rl.methods.kl_cov import KLCovConfig, kl_cov_global_stats
+from stare_rl.step_control import StepController
 
 LP = [-0.1, -0.5, -3.0, -0.2, -2.0, -4.0]
 ADV = [2.0, 2.0, 2.0, -2.0, -2.0, -2.0]
@@ -131,7 +131,7 @@ def test_config_validation(kwargs: dict, text: str) -> None:
 
 def test_partial_global_context_is_an_error() -> None:
     with pytest.raises(ValueError, match="kl_cov_adv_mean"):
-        compute_loss("kl_cov", random_batch(0), context=LossContext(kl_cov_threshold=0.1))
+        compute_loss("kl_cov", random_batch(0), context=LossContext(stats={"kl_cov_threshold": 0.1}))
 
 
 def test_global_stats_make_micro_batches_match_the_whole_batch() -> None:
@@ -141,10 +141,10 @@ def test_global_stats_make_micro_batches_match_the_whole_batch() -> None:
     fields = ("log_prob", "old_log_prob", "advantages", "mask", "entropy")
     chunks = [torch.chunk(getattr(whole, f).detach(), 4) for f in fields]
     micro = [TokenBatch(lp.clone().requires_grad_(True), *rest) for lp, *rest in zip(*chunks, strict=True)]
-    stats = global_stats("kl_cov", micro, cfg)
+    stats = StepController("kl_cov", cfg).global_stats(micro)
     valid = whole.valid
     assert stats == kl_cov_global_stats(whole.advantages[valid], whole.log_prob.detach()[valid], cfg)
-    ctx = LossContext(**stats)
+    ctx = LossContext(stats=stats)
     glob = torch.cat([compute_loss("kl_cov", mb, cfg, context=ctx).masks["kl_selected"] for mb in micro])
     local = torch.cat([compute_loss("kl_cov", mb, cfg).masks["kl_selected"] for mb in micro])
     assert torch.equal(glob, ref.masks["kl_selected"])

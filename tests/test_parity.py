@@ -57,7 +57,7 @@ def _method_config(method: str, p: dict[str, Any]) -> tuple[Any, LossContext]:
     if method == "stare":
         keys = ("variant", "top_p_ratio", "reweight_w", "reweight_m", "target_entropy")
         cfg = make_config("stare", **{k: p[k] for k in keys})
-        return cfg, LossContext(gate_on=bool(p["gate_on"]))
+        return cfg, LossContext(stats={"gate_on": bool(p["gate_on"])})
     if method == "steer":
         cfg = make_config(
             "steer",

@@ -37,8 +37,8 @@ class Kill(TrainerCallback):
 def _run(out: Path, kill_at: int | None = None, resume: str | None = None) -> list[dict]:
     # Gate target inside the entropy range of the run, adaptive W/M and adaptive bonus: every controller moves.
     trainer = make_trainer(
-        out, "stare", {"variant": "C2", "target_entropy": 2.73},
-        method_args={"adaptive_weights": True, "entropy_bonus": "adaptive", "bonus_target_entropy": 2.73},
+        out, "stare", {"variant": "C2", "target_entropy": 2.73, "weight_control": "paper"},
+        method_args={"entropy_bonus": "adaptive", "bonus_target_entropy": 2.73},
         max_steps=6, save_strategy="steps", save_steps=2, lr_scheduler_type="linear", learning_rate=1e-2,
         callbacks=[Kill(kill_at)] if kill_at else None,
     )

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from _core_batches import random_batch, with_
 from stare_rl import LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss
-from stare_rl.control import global_stats
 from stare_rl.methods.stare import StareConfig, stare_global_thresholds
 from stare_rl.selection import topk_count
+from stare_rl.step_control import StepController
 
 LP = [-0.1, -2.0, -1.0, -0.5, -3.0, -0.2]
 ADV = [1.0, 1.0, 1.0, -1.0, -1.0, -1.0]
@@ -36,7 +36,7 @@ def _loss_and_grad(batch: TokenBatch, cfg: StareConfig, ctx: LossContext, mode: 
 def test_hand_derived_selection_weights_loss_and_grad(variant: str, expected: list[float]) -> None:
     # P = 0.5 of 3 candidates per sign -> k = ceil(1.5) = 2: surprisals 2.0, 1.0 in T+ and 3.0, 0.5 in T-.
     cfg = StareConfig(variant=variant, top_p_ratio=0.5, reweight_w=1.3, reweight_m=0.7)
-    out, loss, grad = _loss_and_grad(_hand_batch(), cfg, LossContext(gate_on=True))
+    out, loss, grad = _loss_and_grad(_hand_batch(), cfg, LossContext(stats={"gate_on": True}))
     w = torch.tensor([expected])
     assert torch.allclose(out.token_weights, w)
     assert out.masks["l_plus"].tolist() == [[False, True, True, False, False, False]]
@@ -70,10 +70,10 @@ def test_defaults_are_the_paper_values() -> None:
 
 def test_context_overrides_w_and_m_and_gate_none_means_on() -> None:
     cfg = StareConfig(variant="C2", top_p_ratio=0.5)
-    out = compute_loss("stare", _hand_batch(), cfg, context=LossContext(reweight_w=1.4, reweight_m=0.6))
+    out = compute_loss("stare", _hand_batch(), cfg, context=LossContext(stats={"reweight_w": 1.4, "reweight_m": 0.6}))
     assert sorted(set(out.token_weights.flatten().tolist())) == pytest.approx([0.6, 1.0, 1.4])
     with pytest.raises(ValueError, match="reweight_w=0.5"):
-        compute_loss("stare", _hand_batch(), cfg, context=LossContext(reweight_w=0.5))
+        compute_loss("stare", _hand_batch(), cfg, context=LossContext(stats={"reweight_w": 0.5}))
 
 
 batch_args = st.tuples(
@@ -96,7 +96,7 @@ def _batch(args: tuple[int, int, int, float]) -> TokenBatch:
 @given(batch_args, stare_cfgs)
 def test_weights_sets_and_selection_properties(args, cfg: StareConfig) -> None:
     batch = _batch(args)
-    out = compute_loss("stare", batch, cfg, context=LossContext(gate_on=True))
+    out = compute_loss("stare", batch, cfg, context=LossContext(stats={"gate_on": True}))
     w = out.token_weights
     allowed = {1.0, cfg.reweight_w} if cfg.variant == "O1" else {cfg.reweight_m, 1.0, cfg.reweight_w}
     assert set(w.flatten().tolist()) <= {float(torch.tensor(a)) for a in allowed}
@@ -119,7 +119,7 @@ def test_weights_sets_and_selection_properties(args, cfg: StareConfig) -> None:
 @given(batch_args, stare_cfgs)
 def test_gate_off_is_exactly_vanilla(args, cfg: StareConfig) -> None:
     batch = _batch(args)
-    out, loss, grad = _loss_and_grad(batch, cfg, LossContext(gate_on=False))
+    out, loss, grad = _loss_and_grad(batch, cfg, LossContext(stats={"gate_on": False}))
     ref = compute_loss("vanilla", with_(batch))
     ref_loss = aggregate(ref.token_loss, batch.mask)
     assert torch.equal(out.token_weights, torch.ones_like(out.token_weights))
@@ -129,9 +129,9 @@ def test_gate_off_is_exactly_vanilla(args, cfg: StareConfig) -> None:
 @given(batch_args, stare_cfgs, st.floats(0.05, 20.0), st.sampled_from(["token-mean", "seq-mean-token-sum"]))
 def test_scaling_advantages_scales_the_loss(args, cfg: StareConfig, c: float, mode: str) -> None:
     batch = _batch(args)
-    _, loss, grad = _loss_and_grad(batch, cfg, LossContext(gate_on=True), mode)
+    _, loss, grad = _loss_and_grad(batch, cfg, LossContext(stats={"gate_on": True}), mode)
     scaled = with_(batch, advantages=batch.advantages * c)
-    _, loss_c, grad_c = _loss_and_grad(scaled, cfg, LossContext(gate_on=True), mode)
+    _, loss_c, grad_c = _loss_and_grad(scaled, cfg, LossContext(stats={"gate_on": True}), mode)
     assert torch.allclose(loss_c, c * loss, rtol=1e-5, atol=1e-6)
     assert torch.allclose(grad_c, c * grad, rtol=1e-5, atol=1e-6)
 
@@ -146,7 +146,7 @@ def test_edge_cases_are_finite_and_zero_where_nothing_contributes(variant: str, 
         "all-zero advantages": with_(base, advantages=torch.zeros(4, 6)),
     }
     for name, batch in cases.items():
-        out, loss, grad = _loss_and_grad(batch, cfg, LossContext(gate_on=True), mode)
+        out, loss, grad = _loss_and_grad(batch, cfg, LossContext(stats={"gate_on": True}), mode)
         assert float(loss.detach()) == 0.0 and bool((grad == 0).all()), name
         assert int(out.metrics["k_plus"]) == 0 and int(out.metrics["k_minus"]) == 0, name
     single = torch.zeros(4, 6)
@@ -154,7 +154,7 @@ def test_edge_cases_are_finite_and_zero_where_nothing_contributes(variant: str, 
     adv = torch.zeros(4, 6)
     adv[2, 3] = 0.7
     out, loss, grad = _loss_and_grad(
-        with_(base, mask=single, advantages=adv), cfg, LossContext(gate_on=True), mode
+        with_(base, mask=single, advantages=adv), cfg, LossContext(stats={"gate_on": True}), mode
     )
     assert bool(out.masks["l_plus"][2, 3]) and int(out.masks["l_plus"].sum()) == 1
     assert torch.isfinite(loss) and bool(torch.isfinite(grad).all()) and float(grad[2, 3]) != 0.0
@@ -162,7 +162,7 @@ def test_edge_cases_are_finite_and_zero_where_nothing_contributes(variant: str, 
     rows = base.mask.clone()
     rows[0] = 0.0
     rows[3] = 0.0
-    out, loss, grad = _loss_and_grad(with_(base, mask=rows), cfg, LossContext(gate_on=True), mode)
+    out, loss, grad = _loss_and_grad(with_(base, mask=rows), cfg, LossContext(stats={"gate_on": True}), mode)
     assert torch.isfinite(loss) and bool(torch.isfinite(grad).all())
     assert bool((grad[0] == 0).all()) and bool((grad[3] == 0).all())
 
@@ -204,15 +204,15 @@ def _split_rows(batch: TokenBatch, parts: int) -> list[TokenBatch]:
 def test_global_thresholds_make_micro_batches_match_the_whole_batch(variant: str) -> None:
     cfg = StareConfig(variant=variant, top_p_ratio=0.2, reweight_w=1.3, reweight_m=0.7)
     whole = random_batch(11, 8, 16, token_adv=True)
-    ref = compute_loss("stare", whole, cfg, context=LossContext(gate_on=True))
+    ref = compute_loss("stare", whole, cfg, context=LossContext(stats={"gate_on": True}))
     micro = _split_rows(whole, 4)
-    stats = global_stats("stare", micro, cfg)  # single process: gathers across the micro-batches
+    stats = StepController("stare", cfg).global_stats(micro)  # single process: gathers across the micro-batches
     s = -whole.log_prob.detach()
     pos, neg = s[whole.valid & (whole.advantages > 0)], s[whole.valid & (whole.advantages < 0)]
     assert stats == stare_global_thresholds(pos, neg, cfg)
-    ctx = LossContext(gate_on=True, **stats)
+    ctx = LossContext(stats={"gate_on": True, **stats})
     glob = [compute_loss("stare", mb, cfg, context=ctx) for mb in micro]
-    local = [compute_loss("stare", mb, cfg, context=LossContext(gate_on=True)) for mb in micro]
+    local = [compute_loss("stare", mb, cfg, context=LossContext(stats={"gate_on": True})) for mb in micro]
     assert torch.equal(torch.cat([o.token_weights for o in glob]), ref.token_weights)
     for name in ("l_plus", "l_minus"):
         assert torch.equal(torch.cat([o.masks[name] for o in glob]), ref.masks[name])
@@ -225,7 +225,7 @@ def test_global_threshold_inf_selects_nothing() -> None:
     cfg = StareConfig(top_p_ratio=0.0)
     stats = stare_global_thresholds(torch.tensor([1.0, 2.0]), torch.tensor([3.0]), cfg)
     assert stats["surprisal_threshold_pos"] == float("inf") and stats["surprisal_threshold_neg"] is None
-    out = compute_loss("stare", random_batch(1), cfg, context=LossContext(**stats))
+    out = compute_loss("stare", random_batch(1), cfg, context=LossContext(stats=stats))
     assert not bool(out.masks["l_plus"].any())
 
 

@@ -43,7 +43,7 @@ def test_hand_derived_selection() -> None:
     assert dh[0, 2].item() == pytest.approx(expected_dh_02, rel=1e-6)
     assert dh[1, 2].item() == pytest.approx(-expected_dh_02, rel=1e-6)  # A = -1: lowers it
     assert dh[1, 4].item() == 0.0  # padding
-    out = compute_loss("stare_sensitivity", batch, cfg, SurrogateConfig(), LossContext(gate_on=True))
+    out = compute_loss("stare_sensitivity", batch, cfg, SurrogateConfig(), LossContext(stats={"gate_on": True}))
     w = out.token_weights
     assert w[0].tolist() == [1.0, 2.0, 2.0, 1.0, 1.0]
     assert w[1].tolist() == [1.0, 0.5, 0.5, 1.0, 1.0]
@@ -97,7 +97,7 @@ def test_properties(seed: int, b: int, t: int, p: float) -> None:
     eligible = valid & (adv > 0) & (dh > 0) & ~l_plus
     if l_plus.any() and eligible.any():
         assert dh[l_plus].min() >= dh[eligible].max() - 1e-7
-    out = compute_loss("stare_sensitivity", batch, cfg, SurrogateConfig(), LossContext(gate_on=True))
+    out = compute_loss("stare_sensitivity", batch, cfg, SurrogateConfig(), LossContext(stats={"gate_on": True}))
     assert torch.isfinite(out.token_loss).all()
     assert torch.isfinite(torch.stack(list(out.metrics.values()))).all()
     expected_w = torch.ones(b, t).masked_fill(l_plus, 1.5).masked_fill(l_minus, 0.7)
@@ -110,7 +110,7 @@ def test_gate_off_equals_vanilla_loss_and_gradient(seed: int) -> None:
     batch = _random_batch(seed, 5, 7)
     sur = SurrogateConfig(clip_ratio_low=0.2, clip_ratio_high=0.28)
     off = compute_loss("stare_sensitivity", batch, StareSensitivityConfig(reweight_w=3.0, reweight_m=0.2), sur,
-                       LossContext(gate_on=False))
+                       LossContext(stats={"gate_on": False}))
     van = compute_loss("vanilla", batch, None, sur, LossContext())
     assert torch.equal(off.token_loss, van.token_loss)
     (g_off,) = torch.autograd.grad(off.token_loss.sum(), batch.log_prob)
@@ -125,7 +125,7 @@ def test_weights_one_equals_vanilla_and_context_overrides_weights() -> None:
     van = compute_loss("vanilla", batch)
     assert torch.allclose(ones.token_loss, van.token_loss)
     out = compute_loss("stare_sensitivity", _hand_batch(), StareSensitivityConfig(top_p_ratio=1.0), None,
-                       LossContext(reweight_w=1.4, reweight_m=0.6))
+                       LossContext(stats={"reweight_w": 1.4, "reweight_m": 0.6}))
     assert out.metrics["reweight_w"].item() == pytest.approx(1.4)
     w = out.token_weights
     assert torch.allclose(w[out.masks["l_plus"]], torch.tensor(1.4))

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from _core_batches import random_batch, with_
 from stare_rl import LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss
-from stare_rl.control import global_stats
 from stare_rl.methods.steer import SteerConfig, steer_global_stats
+from stare_rl.step_control import StepController
 
 PI = [0.9, 0.5, 0.2, 0.6]
 H = [0.3, 1.0, 2.0, 0.1]
@@ -222,10 +222,10 @@ def test_global_omega_stats_make_micro_batches_match_the_whole_batch(mapping: st
     whole = random_batch(21, 8, 16, token_adv=True)
     ref = compute_loss("steer", whole, cfg)
     micro = _split_rows(whole, 4)
-    stats = global_stats("steer", micro, cfg)
+    stats = StepController("steer", cfg).global_stats(micro)
     assert stats["omega_max"] == pytest.approx(float(ref.metrics["omega_abs_max"]))
     glob = torch.cat(
-        [compute_loss("steer", mb, cfg, context=LossContext(**stats)).token_weights for mb in micro]
+        [compute_loss("steer", mb, cfg, context=LossContext(stats=stats)).token_weights for mb in micro]
     )
     local = torch.cat([compute_loss("steer", mb, cfg).token_weights for mb in micro])
     assert torch.equal(glob, ref.token_weights)

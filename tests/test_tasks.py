@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stare_rl.models.tokenizer import build_char_tokenizer
 from stare_rl.tasks import get_task, list_tasks
 from stare_rl.tasks.countdown import CountdownTask, evaluate_expression, solve
-from stare_rl.tasks.tokenizer import build_char_tokenizer
 
 
 def test_registry_lists_tasks_and_rejects_unknown() -> None:
@@ -147,7 +147,7 @@ def test_char_tokenizer_round_trip_and_save_load(tmp_path) -> None:
 
 
 def test_tiny_model_shape() -> None:
-    from stare_rl.tasks.model import build_tiny_model
+    from stare_rl.models.tiny import build_tiny_model
 
     tok = build_char_tokenizer(get_task("arithmetic").alphabet)
     model = build_tiny_model(tok)

@@ -17,9 +17,9 @@ from stare_rl.runlog import CONTROLLER_FILE, read_metrics  # noqa: E402
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small random model of the project's tiny architecture, saved as a normal HF model dir."""
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     path = tmp_path_factory.mktemp("tiny")
     tok = build_char_tokenizer(get_task("arithmetic").alphabet)
@@ -53,7 +53,9 @@ BAD_INPUTS = [
     (["--epsilon", "0.3"], "epsilon=0.3 is TRL's own loss setting"),
     (["--reweight_w", "0.5"], "reweight_w=0.5 must be >= 1"),
     (["--variant", "X3"], "variant='X3'"),
-    (["--method", "vanilla", "--adaptive_weights", "true"], "adaptive_weights=True needs method='stare'"),
+    (["--method", "vanilla", "--weight_control", "paper"], "unknown field 'weight_control'"),
+    (["--weight_control", "sometimes"], "weight_control='sometimes'"),
+    (["--weight_control", "paper", "--reweight_w", "1.6"], "weight_control='paper': reweight_w=1.6"),
     (["--entropy_bonus", "sometimes"], "entropy_bonus='sometimes'"),
     (["--resume_from_checkpoint", "{tmp}/nope"], "no such checkpoint directory"),
     (["--resume_from_checkpoint", "last"], "no checkpoint-* in output_dir"),

@@ -44,9 +44,9 @@ def tiny_parts(seed: int = 0) -> tuple[Any, Any, Any]:
     """(model, tokenizer, dataset): the project's tiny Qwen2 model at a smaller size, arithmetic prompts."""
     from datasets import Dataset
 
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     task = get_task("arithmetic")
     tok = build_char_tokenizer(task.alphabet)
@@ -97,19 +97,21 @@ def test_trl_hooks_exist() -> None:
 
 
 @pytest.mark.parametrize(
-    "method, method_args",
+    "method, method_kwargs, method_args",
     [
-        ("vanilla", {}),
-        ("stare", {"adaptive_weights": True}),
-        ("steer", {}),
-        ("kl_cov", {}),
-        ("clip_cov", {}),
-        ("high_entropy", {}),
-        ("vanilla", {"entropy_bonus": "adaptive", "advantage_estimator": "rloo"}),
+        ("vanilla", {}, {}),
+        ("stare", {"weight_control": "paper"}, {}),
+        ("steer", {}, {}),
+        ("kl_cov", {}, {}),
+        ("clip_cov", {}, {}),
+        ("high_entropy", {}, {}),
+        ("vanilla", {}, {"entropy_bonus": "adaptive", "advantage_estimator": "rloo"}),
     ],
 )
-def test_method_family_trains(tmp_path: Path, method: str, method_args: dict[str, Any]) -> None:
-    trainer = make_trainer(tmp_path, method, method_args=method_args)
+def test_method_family_trains(
+    tmp_path: Path, method: str, method_kwargs: dict[str, Any], method_args: dict[str, Any]
+) -> None:
+    trainer = make_trainer(tmp_path, method, method_kwargs, method_args=method_args)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     logs = step_logs(trainer)
@@ -163,8 +165,8 @@ def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path, 
     snapshots[0] = copy.deepcopy(trainer.model)
     seen: list[float] = []
     batches: list[dict[str, Any]] = []
-    gate, generate = trainer._controllers["gate"], trainer._generate_and_score_completions
-    gate.update = lambda h: (seen.append(h), StareGate.update(gate, h))[1]  # type: ignore[method-assign]
+    gate, generate = trainer.step_control.controllers["gate"], trainer._generate_and_score_completions
+    gate.update = lambda obs: (seen.append(obs.entropy), StareGate.update(gate, obs))[1]  # type: ignore[method-assign]
     trainer._generate_and_score_completions = lambda inputs: (batches.append(generate(inputs)), batches[-1])[1]
     trainer.train()
     n_batches = 4 // spg
@@ -186,7 +188,7 @@ def test_global_scope_thresholds_reach_the_loss(tmp_path: Path, accumulation: in
     trainer = make_trainer(tmp_path, "stare", {"selection_scope": "global", "target_entropy": 100.0},
                            per_device_train_batch_size=16 // accumulation, gradient_accumulation_steps=accumulation)
     trainer.train()
-    assert trainer._ctx.surprisal_threshold_pos is not None and trainer._ctx.gate_on is True
+    assert trainer._ctx.get("surprisal_threshold_pos") is not None and trainer._ctx.get("gate_on") is True
     assert all(math.isfinite(r["loss"]) for r in step_logs(trainer))
 
 

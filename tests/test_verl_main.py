@@ -46,9 +46,10 @@ from verl.workers.utils.losses import ppo_loss  # noqa: E402
 
 import stare_rl.engines.verl_main as vm  # noqa: E402
 from stare_rl import aggregate, compute_loss  # noqa: E402
-from stare_rl.control import make_context  # noqa: E402
+from stare_rl.control import global_token_mean  # noqa: E402
 from stare_rl.engines import verl as V  # noqa: E402
-from stare_rl.types import TokenBatch  # noqa: E402
+from stare_rl.runlog import CONTROLLER_FILE  # noqa: E402
+from stare_rl.types import LossContext, TokenBatch  # noqa: E402
 
 RECIPES = Path(str(resources.files("stare_rl") / "recipes" / "verl"))
 PROMPT_LEN = 2
@@ -63,7 +64,7 @@ def load(name: str, overrides: list[str] | None = None) -> Any:
 
 @functools.cache
 def _stare_recipe() -> Any:
-    return load("stare_qwen25_math_1p5b", ["+actor_rollout_ref.actor.policy_loss.stare_adaptive=true",
+    return load("stare_qwen25_math_1p5b", ["+actor_rollout_ref.actor.policy_loss.stare_weight_control=paper",
                                            "actor_rollout_ref.actor.policy_loss.stare_top_p_ratio=0.5"])
 
 
@@ -206,7 +207,7 @@ def core_loss(data: dict[str, Any], cfg: Any, **ctx: Any) -> torch.Tensor:
                        entropy=pad(data["entropy"]))
     actor = vm.exact_loss_fn(cfg).keywords["config"]
     out = compute_loss("stare", batch, V.method_config("stare", actor.policy_loss),
-                       V.surrogate_config(actor, actor.loss_agg_mode), make_context(**ctx))
+                       V.surrogate_config(actor, actor.loss_agg_mode), LossContext(stats=ctx))
     return aggregate(out.token_loss, mask, actor.loss_agg_mode)
 
 
@@ -248,12 +249,24 @@ def test_real_init_behaves_as_sync(tmp_path: Path) -> None:
     assert cfg.trainer.v1.trainer_mode == vm.TRAINER_MODE  # the recipe selects the subclass ...
     trainer = vm.StareRLTrainer(cfg)
     assert trainer.trainer_mode == "sync" and type(trainer.replay_buffer) is ReplayBuffer  # ... which runs as sync
-    assert trainer.stare_rl.gate.target_entropy == 0.3 and trainer.stare_rl.schedule.reweight_w == 1.1
+    ctrls = trainer.stare_rl.controllers
+    assert ctrls["gate"].target_entropy == 0.3 and ctrls["schedule"].reweight_w == 1.1
     steer = vm.StareRLTrainer(load("steer_qwen25_math_1p5b"))
-    assert steer.stare_rl.gate is None and steer.stare_rl.step_state() == {}
+    assert steer.stare_rl.controllers == {} and steer.stare_rl.state_dict() == {}
 
 
 # ----------------------------------------------------------------------------- the once-per-step logic
+
+
+def step_entropy(td: TensorDict) -> float:
+    """The driver's measurement: the step batch translated by ``vm.step_batch``, its global token-mean entropy."""
+    return global_token_mean(vm.step_batch(td))
+
+
+def entropy_batch(h: float) -> TokenBatch:
+    """A one-token step batch whose token-mean entropy is ``h``."""
+    zeros = torch.zeros(1, 1)
+    return TokenBatch(zeros, zeros, zeros, torch.ones(1, 1), entropy=torch.full((1, 1), h))
 
 
 def test_step_entropy_masks_padding_and_accepts_both_layouts() -> None:
@@ -261,13 +274,13 @@ def test_step_entropy_masks_padding_and_accepts_both_layouts() -> None:
     keys = data["keys"]
     td = TensorDict({"entropy": nested([data["entropy"][k] for k in keys]),
                      "response_mask": nested([data["rows"][k]["response_mask"] for k in keys])}, batch_size=[5])
-    assert vm.step_entropy(td) == pytest.approx(data["h"], rel=1e-12)
-    assert vm.step_entropy(td.to_padded_tensor()) == pytest.approx(data["h"], rel=1e-12)
+    assert step_entropy(td) == pytest.approx(data["h"], rel=1e-12)
+    assert step_entropy(td.to_padded_tensor()) == pytest.approx(data["h"], rel=1e-12)
     empty = TensorDict({"entropy": torch.ones(2, 3), "response_mask": torch.zeros(2, 3)}, batch_size=[2])
-    assert vm.step_entropy(empty) == 0.0  # nothing valid: defined, finite
+    assert step_entropy(empty) == 0.0  # nothing valid: defined, finite
     bad = TensorDict({"entropy": torch.full((1, 2), float("nan")), "response_mask": torch.ones(1, 2)}, batch_size=[1])
     with pytest.raises(ValueError, match="entropy contains NaN"):
-        vm.step_entropy(bad)
+        step_entropy(bad)
 
 
 def test_one_step_gate_schedule_and_loss_through_verl_hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -282,14 +295,15 @@ def test_one_step_gate_schedule_and_loss_through_verl_hooks(tmp_path: Path, monk
     assert metrics["actor/entropy"] == pytest.approx(low["h"], rel=1e-5)  # verl's own token-mean metric agrees
     assert metrics["stare_rl/gate_on"] == 1.0
     assert (metrics["stare_rl/reweight_w"], metrics["stare_rl/reweight_m"]) == pytest.approx((1.11, 0.89))
-    assert batch.extra_info[V.STATE_KEY] == {"gate_on": True, "reweight_w": pytest.approx(1.11),
-                                             "reweight_m": pytest.approx(0.89)}
+    sent = batch.extra_info[V.STATE_KEY]  # the driver StepController's state_dict
+    assert sent == trainer.stare_rl.state_dict() and sent["gate"]["gate_on"] is True
+    assert (sent["schedule"]["reweight_w"], sent["schedule"]["reweight_m"]) == pytest.approx((1.11, 0.89))
     torch.testing.assert_close(wg.losses[-1], core_loss(low, cfg, gate_on=True, reweight_w=1.11, reweight_m=0.89))
 
     high = step_data(seed=2, entropy_scale=3.0)  # ~1.5 > 0.3: gate off, W/M relax
     metrics, batch = run_step(trainer, mem, high)
     assert metrics["stare_rl/gate_on"] == 0.0
-    assert batch.extra_info[V.STATE_KEY]["reweight_w"] == pytest.approx(1.10)
+    assert batch.extra_info[V.STATE_KEY]["schedule"]["reweight_w"] == pytest.approx(1.10)
     off = core_loss(high, cfg, gate_on=False, reweight_w=1.10, reweight_m=0.90)
     torch.testing.assert_close(wg.losses[-1], off)
     assert not torch.allclose(off, core_loss(high, cfg, gate_on=True, reweight_w=1.10, reweight_m=0.90))
@@ -300,20 +314,20 @@ def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(
 ) -> None:
     cfg = stare_config(tmp_path)
     trainer, _ = trainer_with_workers(cfg, monkeypatch)
-    for h in (0.1, 0.2, 0.5):
-        trainer.stare_rl.update(h)
+    for i, h in enumerate((0.1, 0.2, 0.5)):
+        trainer.stare_rl.update(entropy_batch(h), step=i)
     trainer.global_steps = 7
     tracker = tmp_path / "ckpt" / "latest_checkpointed_iteration.txt"
     step_dir = tmp_path / "ckpt" / "global_step_7"
 
     def save_actor(local_path: str, *args: Any, **kwargs: Any) -> None:  # verl saves the actor first ...
-        assert (step_dir / vm.STATE_FILE).exists() and not tracker.exists()  # ... our state is already there
+        assert (step_dir / CONTROLLER_FILE).exists() and not tracker.exists()  # ... our state is already there
 
     monkeypatch.setattr(trainer.actor_rollout_wg, "save_checkpoint", save_actor)
     trainer._save_checkpoint()  # verl's real save: actor, data.pt, then the tracker file
     assert tracker.read_text() == "7"
-    assert sorted(os.listdir(step_dir)) == ["data.pt", vm.STATE_FILE]  # no temporary file left
-    saved = json.loads((step_dir / vm.STATE_FILE).read_text())
+    assert sorted(os.listdir(step_dir)) == sorted(["data.pt", CONTROLLER_FILE])  # no temporary file left
+    saved = json.loads((step_dir / CONTROLLER_FILE).read_text())["controllers"]
     assert saved == trainer.stare_rl.state_dict() and saved["schedule"]["reweight_w"] == pytest.approx(1.11)
 
     resumed, _ = trainer_with_workers(stare_config(tmp_path), monkeypatch)
@@ -327,20 +341,21 @@ def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(
     other.mkdir(parents=True)
     fresh, _ = trainer_with_workers(stare_config(
         tmp_path, **{"trainer.resume_mode": "resume_path", "trainer.resume_from_path": str(other)}), monkeypatch)
-    with caplog.at_level(logging.WARNING, logger=vm.__name__):
+    with caplog.at_level(logging.WARNING, logger="stare_rl.step_control"):
         fresh._load_checkpoint()
-    assert fresh.global_steps == 3 and fresh.stare_rl.schedule.reweight_w == 1.1 and "start fresh" in caplog.text
+    assert fresh.global_steps == 3 and fresh.stare_rl.controllers["schedule"].reweight_w == 1.1
+    assert "start fresh" in caplog.text
 
 
 def test_failed_state_write_keeps_the_previous_file(tmp_path: Path) -> None:
-    ctrl = vm.StepControllers.from_config(stare_config(tmp_path))
-    ctrl.update(0.1)
+    ctrl = vm.step_controller(stare_config(tmp_path))
+    ctrl.update(entropy_batch(0.1), step=0)
     path = Path(ctrl.save(str(tmp_path / "s")))
     before = path.read_text()
-    ctrl.gate.last_entropy = object()  # type: ignore[assignment]  # not JSON: the write fails half way
+    ctrl.controllers["gate"].last_entropy = object()  # type: ignore[assignment]  # not JSON: the write fails half way
     with pytest.raises(TypeError):
         ctrl.save(str(tmp_path / "s"))
-    assert path.read_text() == before and os.listdir(tmp_path / "s") == [vm.STATE_FILE]
+    assert path.read_text() == before and os.listdir(tmp_path / "s") == [CONTROLLER_FILE]
 
 
 def test_config_errors_name_the_setting(tmp_path: Path) -> None:

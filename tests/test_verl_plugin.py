@@ -20,9 +20,9 @@ from verl.trainer.ppo.core_algos import get_policy_loss_fn  # noqa: E402
 from verl.workers.config import FSDPActorConfig, PolicyLossConfig  # noqa: E402
 
 from stare_rl import aggregate, compute_loss, list_methods  # noqa: E402
-from stare_rl.control import make_context  # noqa: E402
+from stare_rl.control import StareGate, StareWeightSchedule  # noqa: E402
 from stare_rl.engines import verl as V  # noqa: E402
-from stare_rl.types import TokenBatch  # noqa: E402
+from stare_rl.types import LossContext, TokenBatch  # noqa: E402
 
 PARITY = Path(os.environ.get("PARITY_VECTORS", Path(__file__).resolve().parents[2] / "shared" / "parity"))
 VERL_BUILTINS = {"vanilla", "clip_cov", "kl_cov"}
@@ -67,12 +67,24 @@ def test_registry_after_bare_import_verl_in_fresh_process() -> None:
     assert {"stare", "steer", "high_entropy"} <= set(registry)
 
 
+def driver_state(gate_on: bool | None, **schedule: float) -> dict | None:
+    """What the entry point's trainer sends: its StepController's state_dict with the gate (and W/M) set."""
+    if gate_on is None:
+        return None
+    gate = StareGate()
+    gate.gate_on = gate_on
+    state = {"gate": gate.state_dict()}
+    if schedule:
+        state["schedule"] = StareWeightSchedule(**schedule).state_dict()
+    return state
+
+
 @pytest.mark.parametrize("name", ["vanilla", "stare", "steer", "kl_cov", "high_entropy", "clip_cov"])
 def test_registered_loss_equals_core(name: str) -> None:
     data = make_batch(seed=1)
     pl = V.StareRLPolicyLossConfig(**{f"{m}_selection_scope": "batch" for m in ("stare", "steer", "kl_cov")})
     cfg = actor_config(pl)
-    state = V.StepState(gate_on=True, entropy=data["entropy"])
+    state = V.StepState(controllers=driver_state(True), entropy=data["entropy"])
     torch.manual_seed(0)
     with V.step_state(state):
         loss, metrics = call(f"stare_rl.{name}", data, cfg)
@@ -80,7 +92,7 @@ def test_registered_loss_equals_core(name: str) -> None:
     batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"],
                        entropy=data["entropy"])
     torch.manual_seed(0)
-    out = compute_loss(name, batch, mcfg, V.surrogate_config(cfg, "token-mean"), make_context(gate_on=True))
+    out = compute_loss(name, batch, mcfg, V.surrogate_config(cfg, "token-mean"), LossContext(stats={"gate_on": True}))
     ref = aggregate(out.token_loss, batch.mask, "token-mean")
     torch.testing.assert_close(loss, ref, rtol=1e-6, atol=1e-7)
     (g1,) = torch.autograd.grad(loss, data["log_prob"])
@@ -118,7 +130,7 @@ def test_parity_vectors_through_verl(path: Path, scope: str) -> None:
     log_prob = f32["log_prob"].clone().requires_grad_()
     data = {"old_log_prob": f32["old_log_prob"], "log_prob": log_prob, "advantages": f32["advantages"],
             "response_mask": mask}
-    with V.step_state(V.StepState(gate_on=p.get("gate_on"), entropy=f32.get("entropy"))):
+    with V.step_state(V.StepState(controllers=driver_state(p.get("gate_on")), entropy=f32.get("entropy"))):
         loss, _ = call(f"stare_rl.{method}", data, cfg, mode=p.get("loss_agg_mode", "token-mean"))
     (grad,) = torch.autograd.grad(loss, log_prob)
     ref = torch.tensor(o["pg_loss"])
@@ -153,22 +165,24 @@ def test_plugin_only_gate_from_old_surprisal(shift: float, gate_on: bool) -> Non
     assert metrics["actor/stare/gate_on"] == float(gate_on)
     batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"])
     out = compute_loss("stare", batch, V.method_config("stare", pl), V.surrogate_config(actor_config(pl), "token-mean"),
-                       make_context(gate_on=gate_on))
+                       LossContext(stats={"gate_on": gate_on}))
     torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
 
 
 def test_step_state_gate_unless_surprisal_is_asked_and_schedule_weights() -> None:
     data = make_batch(seed=7)
     data["old_log_prob"] = data["old_log_prob"] - 10.0  # mean surprisal ~11 nats: the estimate says "off"
-    state = V.StepState(gate_on=True, reweight_w=1.3, reweight_m=0.7)
+    state = V.StepState(controllers=driver_state(True, reweight_w=1.3, reweight_m=0.7))
     batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"])
-    for gate, adaptive, expected in [("auto", True, True), ("exact", False, True), ("surprisal", True, False)]:
-        pl = V.StareRLPolicyLossConfig(stare_gate=gate, stare_adaptive=adaptive, stare_top_p_ratio=0.5)
+    for gate, control, expected in [("auto", "paper", True), ("exact", "fixed", True), ("surprisal", "paper", False)]:
+        pl = V.StareRLPolicyLossConfig(stare_gate=gate, stare_weight_control=control, stare_top_p_ratio=0.5)
         with V.step_state(state):
             loss, metrics = call("stare", data, actor_config(pl))
         assert metrics["actor/stare/gate_on"] == float(expected), gate
+        wm = (1.3, 0.7) if control == "paper" else (1.1, 0.9)  # the schedule's W/M, or the config's
+        assert (metrics["actor/stare/reweight_w"], metrics["actor/stare/reweight_m"]) == pytest.approx(wm)
         out = compute_loss("stare", batch, V.method_config("stare", pl), V.surrogate_config(actor_config(pl), "token-mean"),
-                           make_context(gate_on=expected, reweight_w=1.3, reweight_m=0.7))
+                           LossContext(stats={"gate_on": expected, "reweight_w": wm[0], "reweight_m": wm[1]}))
         torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
 
 
@@ -197,7 +211,7 @@ def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
                                                              layout=torch.jagged)},
                     batch_size=[4])
     tu.assign_non_tensor(td, dp_size=1, batch_num_tokens=None, global_batch_size=None,
-                         **{V.STATE_KEY: {"gate_on": False}})
+                         **{V.STATE_KEY: driver_state(False)})
 
     def model_layout(x: torch.Tensor) -> torch.Tensor:  # verl's unpadded full-sequence output, shifted by one
         rows = [torch.cat([x.new_zeros(prompt_len - 1), x[i, : int(n)], x.new_zeros(1)]) for i, n in enumerate(lengths)]
@@ -217,7 +231,7 @@ def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
     loss, metrics = V.exact_ppo_loss(cfg, out, td)
     assert metrics["actor/stare/gate_on"].values == [0.0]
     stare = compute_loss("stare", batch, V.method_config("stare", cfg.policy_loss), V.surrogate_config(cfg, "token-mean"),
-                         make_context(gate_on=False))
+                         LossContext(stats={"gate_on": False}))
     torch.testing.assert_close(loss, aggregate(stare.token_loss, batch.mask, "token-mean") - entropy_term)
 
 
@@ -241,13 +255,13 @@ def test_stare_sensitivity_takes_the_step_gate(gate_on: bool) -> None:
     data = make_batch(seed=3)
     pl = V.StareRLPolicyLossConfig(stare_sensitivity_reweight_w=3.0, stare_sensitivity_reweight_m=0.2)
     cfg = actor_config(pl)
-    with V.step_state(V.StepState(gate_on=gate_on, entropy=data["entropy"])):
+    with V.step_state(V.StepState(controllers=driver_state(gate_on), entropy=data["entropy"])):
         loss, _ = call("stare_rl.stare_sensitivity", data, cfg)
     batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"],
                        entropy=data["entropy"])
     name = "stare_sensitivity" if gate_on else "vanilla"
     mcfg = V.method_config(name, pl)
-    out = compute_loss(name, batch, mcfg, V.surrogate_config(cfg, "token-mean"), make_context(gate_on=gate_on))
+    out = compute_loss(name, batch, mcfg, V.surrogate_config(cfg, "token-mean"), LossContext(stats={"gate_on": gate_on}))
     torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"), rtol=1e-6, atol=1e-7)
     plain = compute_loss("vanilla", batch, None, V.surrogate_config(cfg, "token-mean"))
     differs = not torch.allclose(loss, aggregate(plain.token_loss, batch.mask, "token-mean"))

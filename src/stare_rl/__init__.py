@@ -3,7 +3,7 @@
 The core is engine-agnostic: pure functions on ``(B, T)`` tensors, registered by name.
 
     >>> from stare_rl import TokenBatch, compute_loss, list_methods
-    >>> out = compute_loss("stare", batch, context=LossContext(gate_on=True))
+    >>> out = compute_loss("stare", batch, context=LossContext(stats={"gate_on": True}))
     >>> loss = aggregate(out.token_loss, batch.mask, "token-mean")
 """
 

@@ -1,27 +1,60 @@
-"""Stateful controllers (updated once per generation batch, outside the loss) and the LossContext builder.
+"""Stateful controllers: updated once per generation batch, outside the loss, by the step controller.
 
 - :class:`StareGate`: STARE's closed-loop target-entropy gate (STARE §4.3).
 - :class:`StareWeightSchedule`: STARE's adaptive W/M schedule (STARE §4.4).
 - :class:`AdaptiveEntropyCoef`: an adaptive entropy-bonus coefficient for the entropy-bonus baseline.
 
-Each controller has ``update(batch_entropy)``, ``state_dict()`` / ``load_state_dict()`` (plain floats and
-bools, so a resumed run continues exactly) and ``context_fields()``; :func:`make_context` merges them with
-the global statistics into the frozen :class:`~stare_rl.types.LossContext` that a method receives.
-:func:`global_stats` is the engine-side helper that computes a method's global-scope statistics across
-micro-batches and ranks.
+Each implements :class:`Controller`: ``update(StepObservation)``, ``context()`` (merged into
+``LossContext.stats``), ``metrics()``, and ``state_dict()`` / ``load_state_dict()`` (plain floats and bools,
+so a resumed run continues exactly). A method declares the controllers it owns at registration;
+:class:`stare_rl.step_control.StepController` drives them. This module is the bottom layer: it imports
+nothing from ``methods/`` or ``engines/``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from stare_rl.selection import gather_values
-from stare_rl.types import LossContext, TokenBatch
+from stare_rl.types import TokenBatch
+
+GATE = "gate"  # name of the STARE gate among a gated method's controllers (keys its saved state)
+
+
+@dataclass(frozen=True)
+class StepObservation:
+    """What a controller sees once per generation batch, before any update on it.
+
+    Args:
+        entropy: token-mean entropy of the current policy over the whole step batch (all ranks).
+        step: 0-based generation-batch index.
+        batches: this rank's detached micro-batches (for controllers needing more than H).
+        group: process group for all-reduces (None = default / single process).
+    """
+
+    entropy: float
+    step: int
+    batches: tuple[TokenBatch, ...] = ()
+    group: Any = None
+
+
+@runtime_checkable
+class Controller(Protocol):
+    """A per-step controller (see the module docstring)."""
+
+    def update(self, obs: StepObservation) -> None: ...
+
+    def context(self) -> dict[str, Any]: ...
+
+    def metrics(self) -> dict[str, float]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 def _check_entropy(batch_entropy: float) -> float:
@@ -31,6 +64,11 @@ def _check_entropy(batch_entropy: float) -> float:
         # step is already broken, so we fail loudly instead of silently keeping a stale gate.
         raise ValueError(f"batch_entropy={batch_entropy} must be finite")
     return value
+
+
+def _check_non_negative(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f"{name}={value} must be a finite value >= 0")
 
 
 def _sign(x: float) -> float:
@@ -47,21 +85,22 @@ class StareGate:
     """
 
     def __init__(self, target_entropy: float = 0.3) -> None:
-        if not (math.isfinite(target_entropy) and target_entropy >= 0.0):
-            raise ValueError(f"target_entropy={target_entropy} must be a finite value >= 0")
+        _check_non_negative("target_entropy", target_entropy)
         self.target_entropy = float(target_entropy)
         self.gate_on: bool | None = None
         self.last_entropy: float | None = None
 
-    def update(self, batch_entropy: float) -> bool:
-        """Set the gate from this step's token-mean entropy over the whole global batch; returns gate_on."""
-        h = _check_entropy(batch_entropy)
+    def update(self, obs: StepObservation) -> None:
+        """Set the gate from this step's token-mean entropy over the whole global batch."""
+        h = _check_entropy(obs.entropy)
         self.last_entropy = h
         self.gate_on = bool(h < self.target_entropy)
-        return self.gate_on
 
-    def context_fields(self) -> dict[str, Any]:
+    def context(self) -> dict[str, Any]:
         return {"gate_on": self.gate_on}
+
+    def metrics(self) -> dict[str, float]:
+        return {} if self.gate_on is None else {"gate_on": float(self.gate_on)}
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -101,33 +140,32 @@ class StareWeightSchedule:
         w_max: float = 1.5,
         m_min: float = 0.5,
     ) -> None:
-        if not (math.isfinite(alpha) and alpha >= 0.0):
-            raise ValueError(f"alpha={alpha} must be a finite value >= 0")
+        _check_non_negative("alpha", alpha)
         if not 1.0 <= reweight_w <= w_max:
             raise ValueError(f"reweight_w={reweight_w} must be in [1, w_max={w_max}]")
         if not 0.0 < m_min <= reweight_m <= 1.0:
             raise ValueError(f"reweight_m={reweight_m} must be in [m_min={m_min}, 1] with m_min > 0")
-        if not (math.isfinite(target_entropy) and target_entropy >= 0.0):
-            raise ValueError(f"target_entropy={target_entropy} must be a finite value >= 0")
+        _check_non_negative("target_entropy", target_entropy)
         self.target_entropy = float(target_entropy)
         self.alpha, self.w_max, self.m_min = float(alpha), float(w_max), float(m_min)
         self.reweight_w, self.reweight_m = float(reweight_w), float(reweight_m)
 
     @classmethod
-    def from_config(
-        cls, cfg: Any, alpha: float = 0.01, w_max: float = 1.5, m_min: float = 0.5
-    ) -> StareWeightSchedule:
-        """Start from a :class:`~stare_rl.methods.stare.StareConfig`'s W, M and target."""
-        return cls(cfg.reweight_w, cfg.reweight_m, cfg.target_entropy, alpha, w_max, m_min)
+    def from_config(cls, cfg: Any) -> StareWeightSchedule:
+        """Start from a STARE-style config's W, M and target, with its ``weight_alpha/w_max/m_min``."""
+        return cls(cfg.reweight_w, cfg.reweight_m, cfg.target_entropy, cfg.weight_alpha, cfg.weight_w_max,
+                   cfg.weight_m_min)
 
-    def update(self, batch_entropy: float) -> tuple[float, float]:
-        """Move W and M one step from this step's batch entropy; returns the new ``(W, M)``."""
-        sign = _sign(self.target_entropy - _check_entropy(batch_entropy))  # +1 below target: intensify
+    def update(self, obs: StepObservation) -> None:
+        """Move W and M one step from this step's batch entropy."""
+        sign = _sign(self.target_entropy - _check_entropy(obs.entropy))  # +1 below target: intensify
         self.reweight_w = min(max(self.reweight_w + self.alpha * sign, 1.0), self.w_max)
         self.reweight_m = min(max(self.reweight_m - self.alpha * sign, self.m_min), 1.0)
-        return self.reweight_w, self.reweight_m
 
-    def context_fields(self) -> dict[str, Any]:
+    def context(self) -> dict[str, Any]:
+        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m}
+
+    def metrics(self) -> dict[str, float]:
         return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m}
 
     def state_dict(self) -> dict[str, Any]:
@@ -156,10 +194,8 @@ class AdaptiveEntropyCoef:
         coef_max: float = 0.01,
         init: float = 0.001,
     ) -> None:
-        if not (math.isfinite(target_entropy) and target_entropy >= 0.0):
-            raise ValueError(f"target_entropy={target_entropy} must be a finite value >= 0")
-        if not (math.isfinite(step) and step >= 0.0):
-            raise ValueError(f"step={step} must be a finite value >= 0")
+        _check_non_negative("target_entropy", target_entropy)
+        _check_non_negative("step", step)
         if not (0.0 <= coef_min <= coef_max and math.isfinite(coef_max)):
             raise ValueError(
                 f"coef_min={coef_min}, coef_max={coef_max} must satisfy 0 <= coef_min <= coef_max"
@@ -169,13 +205,15 @@ class AdaptiveEntropyCoef:
         self.target_entropy, self.step = float(target_entropy), float(step)
         self.coef_min, self.coef_max, self.coef = float(coef_min), float(coef_max), float(init)
 
-    def update(self, batch_entropy: float) -> float:
-        """Move the coefficient one step; returns the new coefficient."""
-        sign = _sign(self.target_entropy - _check_entropy(batch_entropy))
+    def update(self, obs: StepObservation) -> None:
+        """Move the coefficient one step."""
+        sign = _sign(self.target_entropy - _check_entropy(obs.entropy))
         self.coef = min(max(self.coef + self.step * sign, self.coef_min), self.coef_max)
-        return self.coef
 
-    def context_fields(self) -> dict[str, Any]:
+    def context(self) -> dict[str, Any]:
+        return {"entropy_coef": self.coef}
+
+    def metrics(self) -> dict[str, float]:
         return {"entropy_coef": self.coef}
 
     def state_dict(self) -> dict[str, Any]:
@@ -184,33 +222,6 @@ class AdaptiveEntropyCoef:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for k in ("target_entropy", "step", "coef_min", "coef_max", "coef"):
             setattr(self, k, float(state[k]))
-
-
-_CONTEXT_FIELDS = {f.name for f in dataclasses.fields(LossContext)}
-
-
-def make_context(
-    gate: StareGate | None = None,
-    schedule: StareWeightSchedule | None = None,
-    entropy_coef: AdaptiveEntropyCoef | None = None,
-    generator: torch.Generator | None = None,
-    **global_stats: Any,
-) -> LossContext:
-    """Freeze controller states and global statistics into a :class:`LossContext`.
-
-    ``global_stats`` are LossContext field names (e.g. the dict returned by :func:`global_stats`); an unknown
-    name raises ValueError listing the known ones.
-    """
-    unknown = sorted(set(global_stats) - _CONTEXT_FIELDS)
-    if unknown:
-        raise ValueError(f"unknown LossContext field(s) {unknown}; known fields: {sorted(_CONTEXT_FIELDS)}")
-    fields: dict[str, Any] = dict(global_stats)
-    for ctrl in (gate, schedule, entropy_coef):
-        if ctrl is not None:
-            fields.update(ctrl.context_fields())
-    if generator is not None:
-        fields["generator"] = generator
-    return LossContext(**fields)
 
 
 def global_token_mean(
@@ -236,60 +247,3 @@ def global_token_mean(
     if dist.is_available() and dist.is_initialized():
         dist.all_reduce(total, group=group)
     return float(total[0] / total[1]) if float(total[1]) > 0 else 0.0
-
-
-def global_stats(
-    method: str, batches: TokenBatch | Sequence[TokenBatch], cfg: Any = None, group: Any = None
-) -> dict[str, Any]:
-    """Global-scope statistics of ``method`` for the whole global batch (engine-side).
-
-    Gathers the method's candidate values from every micro-batch of this rank and, when torch.distributed is
-    initialised, from every rank (:func:`~stare_rl.selection.gather_values`), then calls the method's pure
-    helper. Every rank gets the same values; pass them to :func:`make_context`. Methods without global
-    statistics return ``{}``.
-
-    Args:
-        method: registered method name (``stare``, ``steer``, ``high_entropy``, ``kl_cov``, ...).
-        batches: this rank's micro-batch(es) of the global batch.
-        cfg: the method's config (default config when None).
-        group: process group for the gathers.
-    """
-    from stare_rl.registry import get_method
-
-    cfg = cfg if cfg is not None else get_method(method).config_cls()
-    batches = [batches] if isinstance(batches, TokenBatch) else list(batches)
-
-    def gathered(fn: Any) -> list[torch.Tensor]:
-        parts = [fn(b) for b in batches]
-        parts = [p if isinstance(p, tuple) else (p,) for p in parts]
-        return [gather_values(torch.cat([p[i] for p in parts]), group) for i in range(len(parts[0]))]
-
-    if not batches:
-        raise ValueError("batches is empty; pass this rank's micro-batch(es)")
-    if method == "stare":
-        from stare_rl.methods.stare import stare_candidate_values, stare_global_thresholds
-
-        pos, neg = gathered(stare_candidate_values)
-        return stare_global_thresholds(pos, neg, cfg)
-    if method == "steer":
-        from stare_rl.methods.steer import steer_candidate_values, steer_global_stats
-
-        (omega,) = gathered(steer_candidate_values)
-        return steer_global_stats(omega)
-    if method == "kl_cov":
-        from stare_rl.methods.kl_cov import kl_cov_candidate_values, kl_cov_global_stats
-
-        adv, logp = gathered(kl_cov_candidate_values)
-        return kl_cov_global_stats(adv, logp, cfg)
-    if method == "high_entropy":
-        from stare_rl.methods.high_entropy import high_entropy_threshold
-
-        def entropies(b: TokenBatch) -> torch.Tensor:
-            if b.entropy is None:
-                raise ValueError("method 'high_entropy' needs batch.entropy, got entropy=None")
-            return b.entropy.detach()[b.valid]
-
-        (ent,) = gathered(entropies)
-        return {"entropy_threshold": high_entropy_threshold(ent, cfg.rho)}
-    get_method(method)  # unknown names raise, listing the known ones
-    return {}

@@ -3,7 +3,7 @@
 The per-token term ``-coef * H_t`` is added to a method's per-token loss, so it is reduced by the same
 :func:`stare_rl.aggregate.aggregate` mode as the policy loss (verl: ``pg_loss - entropy_coeff *
 agg_loss(entropy)``). Minimising it raises the entropy. The coefficient is fixed (:class:`EntropyBonusConfig`)
-or, when the engine passes ``LossContext.entropy_coef``, comes from the adaptive controller.
+or, when the engine passes ``entropy_coef`` in ``LossContext.stats``, comes from the adaptive controller.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class EntropyBonusConfig:
         default=0.001,
         metadata={
             "help": "Entropy bonus coefficient beta >= 0: the loss gets -beta * H per valid token (0 = off). "
-            "LossContext.entropy_coef, when set by the adaptive controller, overrides it."
+            "LossContext.stats['entropy_coef'], when set by the adaptive controller, overrides it."
         },
     )
 
@@ -59,9 +59,9 @@ def entropy_bonus(entropy: torch.Tensor, mask: torch.Tensor, coef: float) -> tor
 
 
 def resolve_entropy_coef(cfg: EntropyBonusConfig, ctx: LossContext | None = None) -> float:
-    """The coefficient in force: ``ctx.entropy_coef`` (adaptive controller) if set, else ``cfg.coef``."""
-    if ctx is not None and ctx.entropy_coef is not None:
-        coef = float(ctx.entropy_coef)
+    """The coefficient in force: stats ``entropy_coef`` (adaptive controller) if set, else ``cfg.coef``."""
+    if ctx is not None and ctx.get("entropy_coef") is not None:
+        coef = float(ctx.get("entropy_coef"))
         if not (math.isfinite(coef) and coef >= 0.0):
             raise ValueError(f"entropy_coef={coef} (LossContext) must be a finite number >= 0")
         return coef
@@ -80,7 +80,7 @@ def add_entropy_bonus(
         out: a method's output for ``batch``.
         batch: must carry ``entropy`` with gradient for the bonus to act.
         cfg: fixed coefficient (default :class:`EntropyBonusConfig`).
-        ctx: ``entropy_coef`` overrides ``cfg.coef``.
+        ctx: stats ``entropy_coef`` overrides ``cfg.coef``.
 
     Returns:
         A new :class:`LossOutput` with metrics ``entropy_coef`` and ``entropy`` (token-mean of this batch).

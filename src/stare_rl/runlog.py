@@ -19,13 +19,17 @@ through :func:`read_metrics`.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 METRICS_FILE = "metrics.jsonl"
 CONFIG_FILE = "config.yaml"
@@ -140,21 +144,33 @@ class MetricsWriter:
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """All records of a ``metrics.jsonl`` (a run dir or the file); a torn last line is skipped."""
+    """All records of a ``metrics.jsonl`` (a run dir or the file), in file order (see :func:`iter_metrics`)."""
+    return [record for _, record in iter_metrics(path)]
+
+
+def iter_metrics(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, record)`` of every record of a ``metrics.jsonl`` (a run dir or the file).
+
+    The one reader of the format. Tolerant: a line that is not a JSON object (a run killed mid-write leaves at
+    most one partial last line) is skipped with a ``logging`` warning naming the file and line.
+    """
     path = Path(path)
     if path.is_dir():
         path = path / METRICS_FILE
-    records = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a run killed mid-write leaves at most one partial line
-    return records
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            what = "truncated last line (run killed mid-write?)" if lineno == len(lines) else "not JSON"
+            logger.warning("%s:%d: %s (%s); line skipped", path, lineno, what, exc.msg)
+            continue
+        if not isinstance(row, dict):
+            logger.warning("%s:%d: not a JSON object; line skipped", path, lineno)
+            continue
+        yield lineno, row
 
 
 def describe_run_dir(root: str | os.PathLike) -> str:

@@ -126,16 +126,21 @@ def entropy_sensitivity(
     out = []
     for start in range(0, flat_tokens.numel(), chunk_size):
         z = flat_logits[start : start + chunk_size].float() / temperature  # (c, V)
-        logp = torch.log_softmax(z, dim=-1)  # (c, V)
-        p = logp.exp()
-        h = -(p * logp).sum(-1, keepdim=True)  # (c, 1)
-        lp_a = logp.gather(-1, flat_tokens[start : start + chunk_size].unsqueeze(-1))  # (c, 1)
-        lead_term = lp_a.exp() * (lp_a + h)  # (c, 1)
-        baseline = (p * p * (logp + h)).sum(-1, keepdim=True)  # (c, 1)
-        out.append((lead_term - baseline).squeeze(-1))
+        out.append(sensitivity_from_log_probs(torch.log_softmax(z, dim=-1), flat_tokens[start : start + chunk_size]))
     if not out:
         return flat_logits.new_zeros(tokens.shape, dtype=torch.float32)
     return torch.cat(out).reshape(tokens.shape)
+
+
+def sensitivity_from_log_probs(logp: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """S(a) of :func:`entropy_sensitivity` from the full log-softmax ``(..., V)`` and the tokens ``(...)``,
+    computed in ``logp``'s precision (float64 for the probe's tiny learning rates)."""
+    p = logp.exp()  # (..., V)
+    h = -(p * logp).sum(-1, keepdim=True)  # (..., 1)
+    lp_a = logp.gather(-1, tokens.unsqueeze(-1))  # (..., 1)
+    lead_term = lp_a.exp() * (lp_a + h)  # (..., 1)
+    baseline = (p * p * (logp + h)).sum(-1, keepdim=True)  # (..., 1)
+    return (lead_term - baseline).squeeze(-1)
 
 
 def entropy_sensitivity_leading(log_prob: torch.Tensor, entropy: torch.Tensor) -> torch.Tensor:
@@ -144,20 +149,27 @@ def entropy_sensitivity_leading(log_prob: torch.Tensor, entropy: torch.Tensor) -
     return lp.exp() * (lp + entropy.detach())
 
 
-def steer_omega_abs(
+def steer_omega(
     log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor, entropy: torch.Tensor
 ) -> torch.Tensor:
-    """STEER's estimated entropy change magnitude ``|Omega| = |A * pi (1 - pi) / pi_old * (log pi + H)|``.
+    """STEER's signed estimated entropy change ``Omega = A * pi (1 - pi) / pi_old * (log pi + H)``.
 
     Follows the reference numerics: ``pi = clamp(exp(log_prob), 1e-8, 1 - 1e-8)``,
     ``pi_old = clamp(exp(old_log_prob), 1e-8, 1)``; non-finite values become 0. Detached.
 
     Returns:
-        ``(B, T)`` |Omega| at every position (padding included; callers mask).
+        ``(B, T)`` Omega at every position (padding included; callers mask).
     """
     with torch.no_grad():  # in-place on fresh temporaries: the same values, fewer allocations
         x = torch.exp(log_prob.detach()).clamp_(1e-8, 1.0 - 1e-8)  # (B, T) pi
         p_old = torch.exp(old_log_prob.detach()).clamp_(1e-8, 1.0)  # (B, T) pi_old
         omega = torch.div(advantages.detach(), p_old).mul_(x).mul_(torch.rsub(x, 1.0))  # A / pi_old * pi (1 - pi)
-        omega.mul_(torch.log(x).add_(entropy.detach())).abs_()  # * (log pi + H), |.|
+        omega.mul_(torch.log(x).add_(entropy.detach()))  # * (log pi + H)
         return omega.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)  # non-finite -> 0
+
+
+def steer_omega_abs(
+    log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor, entropy: torch.Tensor
+) -> torch.Tensor:
+    """STEER's estimated entropy change magnitude ``|Omega|`` (:func:`steer_omega`, in place), ``(B, T)``."""
+    return steer_omega(log_prob, old_log_prob, advantages, entropy).abs_()

@@ -162,8 +162,8 @@ class MethodArgs:
 
     method: str = field(
         default="stare",
-        metadata={"help": "Registered method: vanilla, stare, steer, kl_cov, clip_cov, high_entropy. Its own "
-                  "fields are listed by `stare train --method NAME --help`."},
+        metadata={"help": "Registered method (`stare train --help` lists them). Its own fields (e.g. STARE's "
+                  "weight_control) are listed by `stare train --method NAME --help`."},
     )
     advantage_estimator: str = field(
         default="grpo", metadata={"help": "Registered advantage estimator: grpo | drgrpo | rloo (stare_rl.advantages)."}
@@ -184,12 +184,6 @@ class MethodArgs:
     bonus_step: float | None = field(default=None, metadata={"help": "Adaptive bonus: coefficient step per batch."})
     bonus_coef_min: float | None = field(default=None, metadata={"help": "Adaptive bonus: lower bound."})
     bonus_coef_max: float | None = field(default=None, metadata={"help": "Adaptive bonus: upper bound."})
-    adaptive_weights: bool = field(
-        default=False, metadata={"help": "STARE §4.4: adapt W and M every batch from the entropy error (stare only)."}
-    )
-    weights_alpha: float | None = field(default=None, metadata={"help": "Adaptive W/M: step per batch."})
-    weights_w_max: float | None = field(default=None, metadata={"help": "Adaptive W/M: upper bound of W."})
-    weights_m_min: float | None = field(default=None, metadata={"help": "Adaptive W/M: lower bound of M."})
     quadrant_metrics: bool = field(
         default=True, metadata={"help": "Log the four-quadrant token diagnostics (quadrant/*) every step."}
     )
@@ -203,17 +197,15 @@ class MethodArgs:
             raise ValueError(f"advantage_estimator={self.advantage_estimator!r} is not one of {list_advantages()}")
         if self.entropy_bonus not in BONUS_MODES:
             raise ValueError(f"entropy_bonus={self.entropy_bonus!r} is not one of {list(BONUS_MODES)}")
-        if self.adaptive_weights and self.method != "stare":
-            raise ValueError(f"adaptive_weights=True needs method='stare', got method={self.method!r}")
 
     def _given(self, prefix: str, names: tuple[str, ...]) -> dict[str, float]:
         return {n: getattr(self, prefix + n) for n in names if getattr(self, prefix + n) is not None}
 
     def loss_setup(self, method_config: Any, surrogate: SurrogateConfig) -> LossSetup:
         """The engine-agnostic :class:`LossSetup` (controller settings validated by building them)."""
-        from stare_rl.control import AdaptiveEntropyCoef, StareWeightSchedule
+        from stare_rl.control import AdaptiveEntropyCoef
 
-        bonus = adaptive = weights = None
+        bonus = adaptive = None
         if self.entropy_bonus == "fixed":
             bonus = EntropyBonusConfig() if self.bonus_coef is None else EntropyBonusConfig(coef=self.bonus_coef)
         elif self.entropy_bonus == "adaptive":
@@ -221,9 +213,6 @@ class MethodArgs:
             if self.bonus_coef is not None:
                 adaptive["init"] = self.bonus_coef
             AdaptiveEntropyCoef(**adaptive)  # validates
-        if self.adaptive_weights:
-            weights = self._given("weights_", ("alpha", "w_max", "m_min"))
-            StareWeightSchedule.from_config(method_config, **weights)  # validates
         return LossSetup(
             method=self.method,
             method_config=method_config,
@@ -232,7 +221,6 @@ class MethodArgs:
             dynamic_sampling=self.dynamic_sampling,
             entropy_bonus=bonus,
             adaptive_entropy=adaptive,
-            adaptive_weights=weights,
             quadrant_metrics=self.quadrant_metrics,
         )
 
@@ -252,7 +240,6 @@ class LossSetup:
         dynamic_sampling: DAPO filter on/off.
         entropy_bonus: fixed entropy bonus, or ``None`` (off or adaptive).
         adaptive_entropy: keyword arguments of :class:`stare_rl.control.AdaptiveEntropyCoef`, or ``None``.
-        adaptive_weights: keyword arguments of ``StareWeightSchedule.from_config``, or ``None`` (static W/M).
         quadrant_metrics: log the quadrant diagnostics.
     """
 
@@ -263,12 +250,19 @@ class LossSetup:
     dynamic_sampling: bool = False
     entropy_bonus: EntropyBonusConfig | None = None
     adaptive_entropy: dict[str, float] | None = None
-    adaptive_weights: dict[str, float] | None = None
     quadrant_metrics: bool = True
 
-    @property
-    def selection_scope(self) -> str:
-        return str(getattr(self.method_config, "selection_scope", "batch"))
+    def extra_controllers(self) -> dict[str, Any]:
+        """Controllers of the set-up rather than the method (fresh instances): the adaptive entropy bonus."""
+        from stare_rl.control import AdaptiveEntropyCoef
+
+        return {} if self.adaptive_entropy is None else {"adaptive_entropy": AdaptiveEntropyCoef(**self.adaptive_entropy)}
+
+    def step_controller(self, group: Any = None) -> Any:
+        """A fresh :class:`~stare_rl.step_control.StepController` for this set-up."""
+        from stare_rl.step_control import StepController
+
+        return StepController(self.method, self.method_config, extra_controllers=self.extra_controllers(), group=group)
 
 
 def default_config_text() -> str:

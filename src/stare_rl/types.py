@@ -1,13 +1,16 @@
 """Typed containers shared by every method and engine adapter.
 
 A method receives a :class:`TokenBatch` (all ``(B, T)`` tensors), its own frozen config and a frozen
-:class:`LossContext` (controller state and global statistics gathered by the engine), and returns a
+:class:`LossContext` (a method-owned mapping of controller outputs and global statistics), and returns a
 :class:`LossOutput` whose per-token loss is aggregated by :func:`stare_rl.aggregate.aggregate`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 import torch
 
@@ -21,7 +24,8 @@ class TokenBatch:
         old_log_prob: ``(B, T)`` log pi_old(a_t) of the behaviour policy (no gradient needed).
         advantages: ``(B, T)`` per-token advantages (GRPO broadcasts the sequence advantage).
         mask: ``(B, T)`` 1 on valid response tokens, 0 on padding (bool or float).
-        entropy: optional ``(B, T)`` full-vocabulary entropy of the policy at each position.
+        entropy: optional ``(B, T)`` full-vocabulary entropy of the current policy at each position.
+        old_entropy: optional ``(B, T)`` full-vocabulary entropy of the behaviour (old) policy at each position.
     """
 
     log_prob: torch.Tensor
@@ -29,6 +33,7 @@ class TokenBatch:
     advantages: torch.Tensor
     mask: torch.Tensor
     entropy: torch.Tensor | None = None
+    old_entropy: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         ref = self.log_prob
@@ -37,8 +42,9 @@ class TokenBatch:
         if not ref.is_floating_point():
             raise ValueError(f"log_prob must be a floating tensor, got dtype {ref.dtype}")
         named = {"old_log_prob": self.old_log_prob, "advantages": self.advantages, "mask": self.mask}
-        if self.entropy is not None:
-            named["entropy"] = self.entropy
+        for name in ("entropy", "old_entropy"):
+            if getattr(self, name) is not None:
+                named[name] = getattr(self, name)
         for name, t in named.items():
             if not isinstance(t, torch.Tensor):
                 raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -49,7 +55,7 @@ class TokenBatch:
             if name != "mask" and t.dtype != ref.dtype:
                 raise ValueError(f"{name} has dtype {t.dtype}, expected {ref.dtype} like log_prob")
         valid = self.valid
-        for name in ("log_prob", "old_log_prob", "advantages", "entropy"):
+        for name in ("log_prob", "old_log_prob", "advantages", "entropy", "old_entropy"):
             t = getattr(self, name)
             if t is not None and not bool(torch.isfinite(t.detach()[valid]).all()):
                 raise ValueError(f"{name} contains NaN or inf at valid (mask=1) positions")
@@ -71,41 +77,29 @@ class TokenBatch:
 
 @dataclass(frozen=True)
 class LossContext:
-    """Frozen per-update state handed to a method by the engine adapter.
-
-    Everything here is either controller state (updated once per generation batch, outside the loss) or a
-    statistic of the *global* batch that the engine gathered across micro-batches and ranks. ``None`` means
-    "not provided": the method then computes the statistic from the batch it was handed.
+    """Frozen per-update state handed to a method by the engine (through :class:`~stare_rl.step_control.StepController`).
 
     Args:
-        gate_on: STARE closed-loop gate (STARE §4.3). ``None`` = gate treated as on.
-        reweight_w: W override from the adaptive schedule (STARE), else the config's W.
-        reweight_m: M override from the adaptive schedule (STARE), else the config's M.
-        surprisal_threshold_pos: global surprisal threshold for L+ (tokens with s >= it are selected).
-        surprisal_threshold_neg: global surprisal threshold for L- .
-        omega_max: global max |Omega| over valid tokens (STEER).
-        omega_min: global min |Omega| over valid tokens (STEER linear map).
-        entropy_threshold: global entropy threshold for the 80/20 mask.
-        kl_cov_threshold: global covariance threshold for KL-Cov selection.
-        kl_cov_adv_mean: global mean advantage over valid tokens (KL-Cov centring; with the threshold).
-        kl_cov_logp_mean: global mean log_prob over valid tokens (KL-Cov centring; with the threshold).
-        entropy_coef: entropy-bonus coefficient (fixed or from the adaptive controller).
+        stats: method-owned values, read with :meth:`get`: controller outputs (updated once per generation
+            batch, outside the loss; e.g. ``gate_on``, ``reweight_w``, ``entropy_coef``) and statistics of the
+            *global* batch gathered across micro-batches and ranks (e.g. ``surprisal_threshold_pos``,
+            ``omega_max``). Each method documents the keys it reads; a missing key (or ``None``) means "not
+            provided": the method then computes the statistic from the batch it was handed.
         generator: torch.Generator for methods with random choices (Clip-Cov).
     """
 
-    gate_on: bool | None = None
-    reweight_w: float | None = None
-    reweight_m: float | None = None
-    surprisal_threshold_pos: float | None = None
-    surprisal_threshold_neg: float | None = None
-    omega_max: float | None = None
-    omega_min: float | None = None
-    entropy_threshold: float | None = None
-    kl_cov_threshold: float | None = None
-    kl_cov_adv_mean: float | None = None
-    kl_cov_logp_mean: float | None = None
-    entropy_coef: float | None = None
+    stats: Mapping[str, Any] = field(default_factory=dict)
     generator: torch.Generator | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stats, Mapping):
+            raise ValueError(f"stats must be a mapping of name -> value, got {type(self.stats).__name__}")
+        object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))  # frozen: a read-only copy
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``stats[key]``, or ``default`` when the key is absent or ``None``."""
+        value = self.stats.get(key)
+        return default if value is None else value
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Entropy-dynamics analysis: per-step quadrant diagnostics, the estimator probe, run reports."""
+"""Entropy-dynamics analysis: per-step quadrant diagnostics, the estimator probe, run reports, compare grids."""
 
 from stare_rl.analysis.quadrants import QUADRANTS, predicted_entropy_change, quadrant_masks, quadrant_stats
 

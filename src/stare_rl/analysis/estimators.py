@@ -17,22 +17,14 @@ import math
 import torch
 
 from stare_rl.analysis.quadrants import predicted_entropy_change
-from stare_rl.tokens import entropy_sensitivity, entropy_sensitivity_leading
+from stare_rl.tokens import (
+    entropy_sensitivity,
+    entropy_sensitivity_leading,
+    sensitivity_from_log_probs,
+    steer_omega,
+)
 
 ESTIMATORS = ("exact", "leading", "omega")
-
-
-def steer_omega(
-    log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor, entropy: torch.Tensor
-) -> torch.Tensor:
-    """STEER's signed estimate ``Omega = A * pi (1 - pi) / pi_old * (log pi + H)``, detached ``(B, T)``.
-
-    Same numerics as :func:`stare_rl.tokens.steer_omega_abs` (clamped pi, non-finite -> 0) without the abs.
-    """
-    x = torch.exp(log_prob.detach()).clamp(1e-8, 1.0 - 1e-8)
-    p_old = torch.exp(old_log_prob.detach()).clamp(1e-8, 1.0)
-    omega = advantages.detach() / p_old * x * (1.0 - x) * (torch.log(x) + entropy.detach())
-    return torch.where(torch.isfinite(omega), omega, torch.zeros_like(omega))
 
 
 def predicted_changes(
@@ -58,7 +50,9 @@ def predicted_changes(
     entropy = -(logp.exp() * logp).sum(-1)  # (B, T)
     old = log_prob if old_log_prob is None else old_log_prob
     if z.dtype == torch.float64:
-        s_exact = _sensitivity_f64(logp, tokens)
+        # DEVIATION: entropy_sensitivity computes in float32; the probe runs in float64 so that tiny learning
+        # rates are measurable, so the same formula is evaluated here in the input precision.
+        s_exact = sensitivity_from_log_probs(logp, tokens)
     else:
         s_exact = entropy_sensitivity(z, tokens).to(z.dtype)
     return {
@@ -66,15 +60,6 @@ def predicted_changes(
         "leading": predicted_entropy_change(advantages, entropy_sensitivity_leading(log_prob, entropy)),
         "omega": -steer_omega(log_prob, old, advantages, entropy),
     }
-
-
-def _sensitivity_f64(logp: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    # DEVIATION: tokens.entropy_sensitivity computes in float32; the probe runs in float64 so that tiny
-    # learning rates are measurable, so the same formula is evaluated here in the input precision.
-    p = logp.exp()  # (B, T, V)
-    h = -(p * logp).sum(-1, keepdim=True)  # (B, T, 1)
-    lp_a = logp.gather(-1, tokens.unsqueeze(-1))  # (B, T, 1)
-    return (lp_a.exp() * (lp_a + h) - (p * p * (logp + h)).sum(-1, keepdim=True)).squeeze(-1)
 
 
 def _ranks(x: torch.Tensor) -> torch.Tensor:

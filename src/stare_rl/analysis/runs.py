@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stare_rl.runlog import METRICS_FILE, iter_metrics
+
 logger = logging.getLogger(__name__)
 
-METRICS_FILE = "metrics.jsonl"
 CONFIG_FILES = ("run_config.json", "config.json", "config.yaml", "config.yml")
 EVAL_FILES = ("eval.json", "eval/eval.json")
 _METHOD_KEYS = ("method", "loss", "loss_type", "policy_loss")
@@ -54,21 +55,15 @@ def _number(v: Any) -> float | None:
     return None
 
 
-def read_metrics(path: Path) -> dict[str, list[tuple[int, float]]]:
-    """Parse ``metrics.jsonl``: ``{metric: [(step, value), ...]}``; bad lines are warned about and skipped."""
+def read_series(path: Path) -> dict[str, list[tuple[int, float]]]:
+    """``metrics.jsonl`` (read by :func:`stare_rl.runlog.iter_metrics`) as ``{metric: [(step, value), ...]}``.
+
+    Lines without a numeric step are warned about and skipped; a repeated step keeps its last value.
+    """
     by_step: dict[str, dict[int, float]] = {}
     last_step: int | None = None
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            what = "truncated last line (run killed mid-write?)" if lineno == len(lines) else "not JSON"
-            logger.warning("%s:%d: %s (%s); line skipped", path, lineno, what, exc.msg)
-            continue
-        step = row.get("step") if isinstance(row, dict) else None
+    for lineno, row in iter_metrics(path):
+        step = row.get("step")
         if not isinstance(step, int | float) or isinstance(step, bool):
             logger.warning("%s:%d: no numeric 'step' field; line skipped", path, lineno)
             continue
@@ -133,7 +128,7 @@ def read_run(run_dir: str | Path) -> Run | None:
     if not metrics.is_file():
         logger.warning("%s: no %s; run skipped", path, METRICS_FILE)
         return None
-    series = read_metrics(metrics)
+    series = read_series(metrics)
     if not series:
         logger.warning("%s: no usable metric line; run skipped", metrics)
         return None

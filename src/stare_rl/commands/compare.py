@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stare_rl.compare import (
+from stare_rl.analysis.grid import (
     CELL_CONFIG,
     Cell,
     Grid,

@@ -56,8 +56,8 @@ def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if args.model == "tiny-random":
-        from stare_rl.tasks.model import build_tiny_model
-        from stare_rl.tasks.tokenizer import build_char_tokenizer
+        from stare_rl.models.tiny import build_tiny_model
+        from stare_rl.models.tokenizer import build_char_tokenizer
 
         tok = build_char_tokenizer(task.alphabet)
         return build_tiny_model(tok, seed=args.seed), tok, "tiny-random"

@@ -4,13 +4,13 @@ This is the only module that imports ``trl``. It translates, nothing more:
 
 - tensors: TRL's completion batch -> :class:`~stare_rl.types.TokenBatch` (TRL's own per-token log-probs and
   full-vocabulary entropies, computed at the sampling temperature) -> ``compute_loss`` + ``aggregate``;
-- controllers: once per generation batch, before any update on it, the token-mean entropy of the current
-  policy over all valid completion tokens of the batch (all ranks) updates the STARE gate / W-M schedule /
-  adaptive entropy coefficient (:mod:`stare_rl.control`); the frozen context is used for every update on
-  that batch; global-scope thresholds are computed from the same pass;
+- controllers: once per generation batch, before any update on it, the batch (current policy's log-probs and
+  entropies) goes to :meth:`StepController.begin_step <stare_rl.step_control.StepController.begin_step>`
+  (measure H -> the method's controllers and the adaptive entropy coefficient -> global statistics); the
+  frozen context is used for every update on that batch;
 - metrics: verl names (``actor/*``, ``critic/*``, ``response_length/*``) plus ``stare/*`` and
   ``quadrant/*``, into TRL's ``_metrics`` (hence every ``report_to`` logger) and ``metrics.jsonl``;
-- checkpoints: controller state in ``checkpoint-N/stare_controller.json`` (atomic), restored on resume.
+- checkpoints: ``StepController.save`` / ``load`` (``checkpoint-N/`` + ``runlog.CONTROLLER_FILE``).
 
 TRL private hooks overridden (checked by ``tests/test_trl_engine.py``): :data:`TRL_HOOKS`.
 """
@@ -32,10 +32,9 @@ from trl import GRPOConfig, GRPOTrainer
 from stare_rl.advantages import compute_advantages, dynamic_sampling_mask
 from stare_rl.aggregate import aggregate
 from stare_rl.analysis.quadrants import quadrant_stats
-from stare_rl.control import AdaptiveEntropyCoef, StareGate, StareWeightSchedule, global_stats, make_context
 from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
 from stare_rl.registry import compute_loss
-from stare_rl.runlog import CONTROLLER_FILE, TRAIN_SUMMARY_FILE, MetricsWriter, read_json, write_json_atomic
+from stare_rl.runlog import TRAIN_SUMMARY_FILE, MetricsWriter, write_json_atomic
 from stare_rl.train_config import LossSetup
 from stare_rl.types import LossContext, TokenBatch
 
@@ -145,7 +144,7 @@ class StareGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *args: Any, setup: LossSetup, metrics_path: str | os.PathLike | None = None, **kwargs: Any):
         self.setup = setup
-        self._controllers = _make_controllers(setup)
+        self.step_control = setup.step_controller()  # group None: the default group spans every rank
         self._ctx: LossContext | None = LossContext()  # None: to be measured by the next training forward
         self._rewards: torch.Tensor | None = None
         super().__init__(*args, **kwargs)
@@ -179,7 +178,7 @@ class StareGRPOTrainer(GRPOTrainer):
         out["stare_keep"] = keep  # (B,) 1 = the row takes part in the loss
         mask = _loss_mask(out)  # (B, T)
         out["stare_norm_tokens"], out["stare_norm_seqs"] = self._window_normalizers(mask)  # 0-dim each
-        self._ctx = self._update_controllers(out, mask)
+        self._ctx = self._update_controllers(out)
         return out
 
     def _window_normalizers(self, mask: torch.Tensor) -> torch.Tensor:
@@ -194,48 +193,31 @@ class StareGRPOTrainer(GRPOTrainer):
         return counts * scale / self.accelerator.num_processes
 
     @torch.no_grad()
-    def _update_controllers(self, out: dict[str, Any], mask: torch.Tensor) -> LossContext | None:
-        """STARE §4.3: entropy of the current policy on this generation batch -> controllers -> frozen context.
+    def _update_controllers(self, out: dict[str, Any]) -> LossContext | None:
+        """STARE §4.3: the step controller on this generation batch, as the policy is before any update on it.
 
         With ``steps_per_generation == 1`` the first training micro-batch *is* this rank's whole generation
         batch and its forward runs before any update on it, so the measurement is deferred to that forward
         (``None`` returned) instead of paying for an extra pass; otherwise one no-grad pass measures it here.
         """
-        if not self._controllers and self.setup.selection_scope != "global":
+        if not self.step_control.active:
             return LossContext()
         if self.args.steps_per_generation == 1:
             return None  # measured by the first _compute_loss on this batch
         logps, entropies = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
-        adv = out["advantages"].unsqueeze(1).expand_as(logps) * mask  # (B, T)
-        batch = TokenBatch(logps.float(), logps.float(), adv.float(), mask, entropies.float())
-        all_mask = _loss_mask({**out, "stare_keep": torch.ones_like(out["stare_keep"])})
-        return self._apply_controllers(batch, all_mask)
+        return self._begin_step(trl_step_batch(out, logps.float(), entropies.float()))
 
     @torch.no_grad()
-    def _apply_controllers(self, batch: TokenBatch, all_mask: torch.Tensor) -> LossContext:
-        """Controllers <- token-mean entropy of ``batch`` (all ranks); global stats; the frozen context."""
-        h = self._token_mean(batch.entropy.detach(), batch.mask_f)  # all valid tokens, all ranks
-        if h is None:  # DAPO dropped every group: measure the state of the policy on all completions
-            h = self._token_mean(batch.entropy.detach(), all_mask.to(batch.entropy.dtype))
-        metrics = {"stare/batch_entropy": h}
-        for ctrl in self._controllers.values():
-            ctrl.update(h)
-            metrics.update({f"stare/{k}": float(v) for k, v in ctrl.context_fields().items()})
-        scope_global = self.setup.selection_scope == "global"
-        stats = global_stats(self.setup.method, batch, self.setup.method_config) if scope_global else {}
-        for key, value in metrics.items():
-            self._metrics["train"][key].append(float(value))
-        return make_context(
-            gate=self._controllers.get("gate"),
-            schedule=self._controllers.get("schedule"),
-            entropy_coef=self._controllers.get("adaptive_entropy"),
-            **stats,
-        )
+    def _begin_step(self, batch: TokenBatch) -> LossContext:
+        """StepController.begin_step on this rank's generation batch (detached); its metrics into TRL's buffer."""
+        ctx = self.step_control.begin_step(batch, self._generation_index())
+        for key, value in self.step_control.metrics().items():
+            self._metrics["train"][f"stare/{key}"].append(float(value))
+        return ctx
 
-    def _token_mean(self, values: torch.Tensor, mask: torch.Tensor) -> float | None:
-        """Token-mean of ``values`` over ``mask`` on all ranks (device-side reduce); ``None`` if no token."""
-        total = self.accelerator.reduce(torch.stack([(values * mask).sum(), mask.sum()]).double(), reduction="sum")
-        return float(total[0] / total[1]) if float(total[1]) > 0 else None
+    def _generation_index(self) -> int:
+        """0-based index of the current generation batch (TRL regenerates every steps_per_generation * num_iterations)."""
+        return self._step // max(self.args.steps_per_generation * self.num_iterations, 1)
 
     # ----- update side: the loss on one micro-batch -----
     def _forward(self, model: Any, inputs: dict[str, Any], compute_entropy: bool) -> tuple[torch.Tensor, Any]:
@@ -257,14 +239,9 @@ class StareGRPOTrainer(GRPOTrainer):
             return super()._compute_loss(model, inputs)
         logps, entropies = self._forward(model, inputs, compute_entropy=True)  # (B, T), grad flows
         mask = _loss_mask(inputs)  # (B, T)
-        old = inputs.get("old_per_token_logps")
-        old = logps.detach() if old is None else old  # on-policy: TRL skips the old forward
-        adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
-        batch = TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype))
+        batch = trl_token_batch(inputs, logps, entropies)
         if self._ctx is None:  # first forward on a fresh generation batch (steps_per_generation == 1)
-            detached = TokenBatch(logps.detach(), old.to(logps.dtype), adv, batch.mask, entropies.detach())
-            all_mask = _loss_mask({**inputs, "stare_keep": torch.ones_like(inputs["stare_keep"])})
-            self._ctx = self._apply_controllers(detached, all_mask)
+            self._ctx = self._begin_step(trl_step_batch(inputs, logps, entropies))
         ctx = dataclasses.replace(self._ctx, generator=self._generator())
         out = compute_loss(self.setup.method, batch, self.setup.method_config, self.setup.surrogate, ctx)
         policy_token_loss = out.token_loss
@@ -326,27 +303,42 @@ class StareGRPOTrainer(GRPOTrainer):
         super().log(logs, start_time)
 
     def controller_state(self) -> dict[str, Any]:
-        return {name: ctrl.state_dict() for name, ctrl in self._controllers.items()}
+        return self.step_control.state_dict()
 
     def _save_checkpoint(self, model, trial):  # type: ignore[override]
         super()._save_checkpoint(model, trial)
         if self.args.should_save:
-            ckpt = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
-            write_json_atomic(ckpt / CONTROLLER_FILE, {"controllers": self.controller_state()})
+            self.step_control.save(Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}")
 
     def _load_optimizer_and_scheduler(self, checkpoint):  # type: ignore[override]
         super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None:
-            return
-        path = Path(checkpoint) / CONTROLLER_FILE
-        if not path.exists():
-            if self._controllers:
-                logger.warning("%s has no %s: controllers start fresh", checkpoint, CONTROLLER_FILE)
-            return
-        saved = read_json(path)["controllers"]
-        for name, ctrl in self._controllers.items():
-            if name in saved:
-                ctrl.load_state_dict(saved[name])
+        if checkpoint is not None:
+            self.step_control.load(checkpoint)
+
+
+def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:
+    """Translate a TRL completion batch + the policy's per-token log-probs and entropies into a TokenBatch.
+
+    Args:
+        inputs: TRL's batch (``completion_mask``, ``advantages`` (B,), ``stare_keep``, optional ``tool_mask``
+            and ``old_per_token_logps``; absent = on-policy).
+        logps, entropies: ``(B, T)`` of the current policy (TRL's, at the sampling temperature).
+    """
+    mask = _loss_mask(inputs)  # (B, T)
+    old = inputs.get("old_per_token_logps")
+    old = logps.detach() if old is None else old  # on-policy: TRL skips the old forward
+    adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
+    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype))
+
+
+def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:
+    """What the step controller sees: :func:`trl_token_batch`, detached. When DAPO dropped every group on every
+    rank, the mask covers all completions instead: the controllers measure the policy, not the loss."""
+    batch = trl_token_batch(inputs, logps.detach(), entropies.detach())
+    if float(inputs["stare_norm_tokens"]) == 0:  # global kept-token count (one reduce, done at generation)
+        all_mask = _loss_mask({**inputs, "stare_keep": torch.ones_like(inputs["stare_keep"])})  # (B, T)
+        batch = dataclasses.replace(batch, mask=all_mask.to(batch.log_prob.dtype))
+    return batch
 
 
 def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
@@ -355,18 +347,6 @@ def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
     if "tool_mask" in batch:
         mask = mask * batch["tool_mask"].float()
     return mask * batch["stare_keep"].unsqueeze(1).to(mask.dtype)
-
-
-def _make_controllers(setup: LossSetup) -> dict[str, Any]:
-    """The controllers a set-up needs, by name (the names key their saved state)."""
-    ctrls: dict[str, Any] = {}
-    if setup.method in ("stare", "stare_sensitivity"):  # stare_sensitivity: this project's extension
-        ctrls["gate"] = StareGate(setup.method_config.target_entropy)
-        if setup.adaptive_weights is not None:
-            ctrls["schedule"] = StareWeightSchedule.from_config(setup.method_config, **setup.adaptive_weights)
-    if setup.adaptive_entropy is not None:
-        ctrls["adaptive_entropy"] = AdaptiveEntropyCoef(**setup.adaptive_entropy)
-    return ctrls
 
 
 class CompactProgressCallback(ProgressCallback):

@@ -2,7 +2,8 @@
 
 This is the only module (with :mod:`stare_rl.engines.verl_main`, the optional exact-gate entry point) that
 imports verl, and it does so lazily. It translates tensors, configs and metric names; every formula and
-every global statistic comes from the core (:func:`stare_rl.compute_loss`, :mod:`stare_rl.control`).
+every global statistic comes from the core (:func:`stare_rl.compute_loss`,
+:class:`stare_rl.step_control.StepController`).
 
 - :func:`register` puts each core method into ``verl.trainer.ppo.core_algos.POLICY_LOSS_REGISTRY`` as
   ``stare_rl.<name>`` and, unless verl already ships a loss of that name (``vanilla``, ``clip_cov``,
@@ -12,6 +13,9 @@ every global statistic comes from the core (:func:`stare_rl.compute_loss`, :mod:
   ``actor_rollout_ref.actor.policy_loss._target_=stare_rl.engines.verl.StareRLPolicyLossConfig``.
 - :func:`exact_ppo_loss` wraps verl's ``ppo_loss`` (installed with ``set_loss_fn`` by the entry point) to
   hand the per-step controller state and the actor's entropy to the registered loss.
+- In the loss, :func:`loss_context` rebuilds the method's :class:`~stare_rl.step_control.StepController` from
+  the driver's saved state (or, plugin-only, updates the gate from a surprisal estimate) and computes the
+  global statistics over the data-parallel ranks.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-import inspect
 import logging
 import re
 import typing
@@ -30,8 +33,9 @@ from typing import Any
 
 import torch
 
-from stare_rl.control import StareWeightSchedule, global_stats, global_token_mean, make_context
+from stare_rl.control import GATE, StepObservation, global_token_mean
 from stare_rl.registry import compute_loss, get_method, list_methods
+from stare_rl.step_control import StepController
 from stare_rl.surrogate import SurrogateConfig
 from stare_rl.types import LossContext, TokenBatch
 
@@ -51,15 +55,13 @@ class StepState:
     """What the exact entry point hands the registered loss for one micro-batch (None = not provided).
 
     Args:
-        gate_on: STARE gate from the batch token-mean entropy of the whole step, measured before the update.
-        reweight_w, reweight_m: STARE adaptive-schedule W and M for this step.
+        controllers: the driver's ``StepController.state_dict()`` after this step's update (the STARE gate from
+            the batch token-mean entropy of the whole step, measured before the update; the §4.4 schedule).
         entropy: ``(B, T)`` detached entropy of the actor at each response token (STEER, 80/20 mask).
         group: data-parallel process group for the global statistics (verl's ``dp_group``).
     """
 
-    gate_on: bool | None = None
-    reweight_w: float | None = None
-    reweight_m: float | None = None
+    controllers: dict[str, Any] | None = None
     entropy: torch.Tensor | None = None
     group: Any = None
 
@@ -101,25 +103,14 @@ def _verl_default(f: dataclasses.Field) -> Any:
     return f.default_factory()  # type: ignore[misc]
 
 
-def _schedule_fields() -> dict[str, tuple[type, Any]]:
-    """Adaptive W/M schedule knobs not in StareConfig (defaults from the controller's signature)."""
-    params = inspect.signature(StareWeightSchedule.__init__).parameters
-    return {f"stare_adaptive_{n}": (float, params[n].default) for n in ("alpha", "w_max", "m_min")}
-
-
 def _adapter_fields() -> list[tuple[str, type, dataclasses.Field]]:
-    fields = [
+    return [
         ("stare_gate", str, dataclasses.field(default="auto", metadata={"help": (
-            "auto: the exact gate when run through stare_rl.engines.verl_main, else the surprisal estimate. "
-            "surprisal: token-mean of -old_log_prob over the micro-batch (all DP ranks), an unbiased estimate "
-            "of the token-mean entropy, even under the entry point. exact: require the entry point (batch "
-            "entropy measured once per step).")})),
-        ("stare_adaptive", bool, dataclasses.field(default=False, metadata={
-            "help": "STARE adaptive W/M schedule (needs the exact entry point: it keeps state across steps)."})),
+            "Gated methods (STARE's gate). auto: the exact gate when run through stare_rl.engines.verl_main, else "
+            "the surprisal estimate. surprisal: token-mean of -old_log_prob over the micro-batch (all DP ranks), "
+            "an unbiased estimate of the token-mean entropy, even under the entry point. exact: require the entry "
+            "point (batch entropy measured once per step).")})),
     ]
-    for name, (typ, default) in _schedule_fields().items():
-        fields.append((name, typ, dataclasses.field(default=default, metadata={"help": "StareWeightSchedule"})))
-    return fields
 
 
 def _config_specs() -> list[tuple[str, str | None, str | None, Any, dataclasses.Field]]:
@@ -168,18 +159,6 @@ def _validate_policy_loss(self: Any) -> None:
     if self.stare_gate not in GATE_MODES:
         raise ValueError(f"actor_rollout_ref.actor.policy_loss.stare_gate={self.stare_gate!r} is not one of "
                          f"{list(GATE_MODES)}")
-    make_schedule(self)
-
-
-def make_schedule(policy_loss: Any) -> StareWeightSchedule:
-    """The STARE adaptive W/M schedule described by a verl ``policy_loss`` (validated by the controller)."""
-    cfg = method_config("stare", policy_loss)
-    knobs = {n.removeprefix("stare_adaptive_"): float(getattr(policy_loss, n, d)) for n, (_, d) in
-             _schedule_fields().items()}
-    try:
-        return StareWeightSchedule.from_config(cfg, **knobs)
-    except ValueError as e:
-        raise ValueError(f"actor_rollout_ref.actor.policy_loss (stare_adaptive_*): {e}") from e
 
 
 @functools.cache
@@ -213,34 +192,39 @@ def surrogate_config(actor_config: Any, loss_agg_mode: str) -> SurrogateConfig:
     return SurrogateConfig(clip_ratio_low=low, clip_ratio_high=high, clip_ratio_c=c, loss_agg_mode=loss_agg_mode)
 
 
-def _stare_gate(batch: TokenBatch, cfg: Any, policy_loss: Any, state: StepState | None) -> dict[str, Any]:
-    mode = policy_loss.get("stare_gate", "auto")
-    fields = {} if state is None else {k: v for k, v in (("reweight_w", state.reweight_w),
-                                                         ("reweight_m", state.reweight_m)) if v is not None}
-    if mode != "surprisal" and state is not None and state.gate_on is not None:  # exact: once per step
-        return {"gate_on": state.gate_on, **fields}
-    if mode == "exact" or (policy_loss.get("stare_adaptive", False) and not fields):
-        raise ValueError(
-            "policy_loss.stare_gate='exact' / stare_adaptive=True need the per-step state of the exact entry "
-            "point: run `python -m stare_rl.engines.verl_main ...` instead of verl.trainer.main_ppo")
-    # STARE §4.3 gate, plugin-only: E_{a~pi_old}[-log pi_old(a)] = H(pi_old), so the token-mean surprisal of
-    # the old policy is an unbiased estimate of the token-mean entropy (micro-batch, all DP ranks).
-    # DEVIATION: the reference gates on the exact batch token-mean entropy measured once per step.
-    h_hat = -global_token_mean(batch, "old_log_prob", state.group if state else None)
-    return {"gate_on": h_hat < cfg.target_entropy, **fields}
+def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state: StepState | None) -> LossContext:
+    """The LossContext of one micro-batch: the driver's controller state + global statistics over the DP ranks.
+
+    The entry point's trainer runs the method's StepController once per step and sends its ``state_dict``;
+    here a StepController of the same method is rebuilt from it, so every micro-batch sees the same controller
+    outputs. Plugin-only (no state), a gated method's gate is set from the surprisal estimate below.
+    """
+    group = state.group if state is not None else None
+    ctrl = StepController(name, cfg, group=group)
+    exact = state is not None and state.controllers is not None
+    if exact:
+        ctrl.load_state_dict(state.controllers)
+    if ctrl.spec.gated and (not exact or policy_loss.get("stare_gate", "auto") == "surprisal"):
+        stateful = sorted(set(ctrl.controllers) - {GATE})
+        if policy_loss.get("stare_gate", "auto") == "exact" or (stateful and not exact):
+            raise ValueError(
+                f"policy_loss.stare_gate='exact' / controllers {stateful} of method {name!r} (e.g. weight_control) "
+                "need the per-step state of the exact entry point: run `python -m stare_rl.engines.verl_main ...` "
+                "instead of verl.trainer.main_ppo")
+        # STARE §4.3 gate, plugin-only: E_{a~pi_old}[-log pi_old(a)] = H(pi_old), so the token-mean surprisal of
+        # the old policy is an unbiased estimate of the token-mean entropy (micro-batch, all DP ranks).
+        # DEVIATION: the reference gates on the exact batch token-mean entropy measured once per step.
+        h_hat = -global_token_mean(batch, "old_log_prob", group)
+        ctrl.controllers[GATE].update(StepObservation(entropy=h_hat, step=0, group=group))
+    return ctrl.context([batch])
 
 
-# Methods that take STARE's closed-loop gate (stare_sensitivity: this project's extension, same gate).
-GATED_METHODS = ("stare", "stare_sensitivity")
-
-
-def _context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state: StepState | None) -> LossContext:
-    fields: dict[str, Any] = {}
-    if getattr(cfg, "selection_scope", VERL_SELECTION_SCOPE) == "global":  # gather over data-parallel ranks
-        fields.update(global_stats(name, batch, cfg, state.group if state else None))
-    if name in GATED_METHODS:
-        fields.update(_stare_gate(batch, cfg, policy_loss, state))
-    return make_context(**fields)
+def verl_token_batch(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advantages: torch.Tensor,
+                     response_mask: torch.Tensor, entropy: torch.Tensor | None = None) -> TokenBatch:
+    """Translate verl's policy-loss tensors (all ``(B, T)``) into a TokenBatch in ``log_prob``'s dtype."""
+    dtype = log_prob.dtype
+    return TokenBatch(log_prob=log_prob, old_log_prob=old_log_prob.to(dtype), advantages=advantages.to(dtype),
+                      mask=response_mask, entropy=None if entropy is None else entropy.to(dtype))
 
 
 def _metric_name(method: str, key: str) -> str:
@@ -266,12 +250,10 @@ def make_policy_loss(name: str) -> Callable[..., tuple[torch.Tensor, dict[str, A
             raise ValueError(f"policy loss {name!r} needs config (verl's actor config), got None")
         cfg = method_config(name, config.policy_loss)
         state = _STEP_STATE.get()
-        dtype = log_prob.dtype
-        entropy = state.entropy.to(dtype) if state is not None and state.entropy is not None else None
-        batch = TokenBatch(log_prob=log_prob, old_log_prob=old_log_prob.to(dtype), advantages=advantages.to(dtype),
-                           mask=response_mask, entropy=entropy)  # all (B, T)
+        entropy = state.entropy if state is not None else None
+        batch = verl_token_batch(old_log_prob, log_prob, advantages, response_mask, entropy)  # all (B, T)
         try:
-            ctx = _context(name, batch, cfg, config.policy_loss, state)
+            ctx = loss_context(name, batch, cfg, config.policy_loss, state)
             out = compute_loss(name, batch, cfg, surrogate_config(config, loss_agg_mode), ctx)
         except ValueError as e:
             if entropy is None and "entropy" in str(e):
@@ -320,17 +302,16 @@ def exact_ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = No
 
     Installed by :mod:`stare_rl.engines.verl_main` through ``set_loss_fn`` (as ``partial(exact_ppo_loss,
     config=actor_config)``). The entropy is verl's own (``actor.calculate_entropy=True``), detached; the
-    gate and W/M come from the non-tensor field ``STATE_KEY`` that the trainer adds to the update batch.
+    controllers' state comes from the non-tensor field ``STATE_KEY`` that the trainer adds to the update batch.
     """
     from verl.utils import tensordict_utils as tu
     from verl.workers.utils.losses import ppo_loss
     from verl.workers.utils.padding import no_padding_2_padding
 
-    raw = tu.get_non_tensor_data(data=data, key=STATE_KEY, default=None) or {}
+    raw = tu.get_non_tensor_data(data=data, key=STATE_KEY, default=None)
     entropy = model_output.get("entropy", None)
     if entropy is not None:
         entropy = no_padding_2_padding(entropy, data).detach()  # (B, T) response tokens
-    state = StepState(gate_on=raw.get("gate_on"), reweight_w=raw.get("reweight_w"),
-                      reweight_m=raw.get("reweight_m"), entropy=entropy, group=dp_group)
+    state = StepState(controllers=raw, entropy=entropy, group=dp_group)
     with step_state(state):
         return ppo_loss(config, model_output, data, dp_group)

@@ -3,26 +3,24 @@
 Same command line as ``python -m verl.trainer.main_ppo`` (same Hydra config tree, same overrides); the only
 change is the V1 sync trainer subclass below, registered as ``trainer.v1.trainer_mode=stare_rl``, which
 
-1. measures the token-mean entropy of the whole step batch once, before the update (verl already computes
-   the old policy's entropy in ``_compute_old_log_prob``; we read it back), updates the STARE gate and the
-   optional adaptive W/M schedule (:mod:`stare_rl.control`), and sends their state with the update batch;
+1. runs the method's :class:`~stare_rl.step_control.StepController` once per step, before the update: it
+   measures the token-mean entropy of the whole step batch (verl already computes the old policy's entropy in
+   ``_compute_old_log_prob``; we read it back) and updates the method's controllers (the STARE gate, the §4.4
+   W/M schedule), whose state is sent with the update batch;
 2. installs :func:`stare_rl.engines.verl.exact_ppo_loss` with ``set_loss_fn`` so that the registered loss
    sees that state and the actor's entropy (``actor.calculate_entropy=True``; STEER, 80/20 mask);
-3. saves the controller state into each checkpoint folder (before verl marks the checkpoint as the latest)
-   and restores it on resume.
+3. saves the controller state into each checkpoint folder (``StepController.save``, before verl marks the
+   checkpoint as the latest) and restores it on resume.
 
-The once-per-step logic lives in small functions (:func:`step_entropy`, :class:`StepControllers`,
+The once-per-step logic lives in small functions (:func:`step_batch`, :func:`step_controller`,
 :func:`checkpoint_dir`, :func:`check_config`) that the tests run on CPU without Ray; the trainer only calls
 them from verl's hooks. Needs verl's full install (Ray, TransferQueue, a GPU) to train.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import tempfile
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -39,23 +37,15 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.utils.config import omega_conf_to_dataclass, validate_config
 from verl.utils.device import auto_set_device
 
-from stare_rl.control import StareGate, StareWeightSchedule, global_token_mean
-from stare_rl.engines.verl import (
-    GATED_METHODS,
-    NAME_PREFIX,
-    STATE_KEY,
-    exact_ppo_loss,
-    make_schedule,
-    method_config,
-)
+from stare_rl.engines.verl import NAME_PREFIX, STATE_KEY, exact_ppo_loss, method_config
+from stare_rl.registry import get_method
+from stare_rl.step_control import StepController
 from stare_rl.types import TokenBatch
 
 logger = logging.getLogger(__name__)
 
 TRAINER_MODE = "stare_rl"
-STATE_FILE = "stare_rl_controllers.json"
-ENTROPY_FIELDS = ("entropy", "response_mask")  # what the gate reads back from TransferQueue
-ENTROPY_METHODS = ("steer", "high_entropy", "stare_sensitivity")  # methods that need the actor's entropy inside the loss
+ENTROPY_FIELDS = ("entropy", "response_mask")  # what the step controller reads back from TransferQueue
 
 
 def loss_mode(config: Any) -> str:
@@ -66,10 +56,11 @@ def loss_mode(config: Any) -> str:
 def check_config(config: Any) -> None:
     """Reject, on the driver and before any worker starts, settings the exact path cannot honour."""
     mode, actor = loss_mode(config), config.actor_rollout_ref.actor
-    if mode in GATED_METHODS and (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False):
+    spec = get_method(mode)
+    if spec.gated and (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False):
         raise ValueError("algorithm.rollout_correction.bypass_mode=True: the exact STARE gate needs the recomputed "
                          "old log-probs and their entropy; set it to False")
-    if mode in ENTROPY_METHODS and not actor.get("calculate_entropy", False):
+    if spec.needs_entropy and not actor.get("calculate_entropy", False):
         raise ValueError(f"actor_rollout_ref.actor.calculate_entropy=False: loss_mode={mode!r} needs the actor's "
                          "entropy in the loss; set it to True")
     if (config.get("distillation", None) or {}).get("enabled", False):
@@ -77,97 +68,26 @@ def check_config(config: Any) -> None:
                          "plus the step state), which would replace verl's distillation loss")
 
 
-def step_entropy(data: TensorDict) -> float:
-    """STARE §4.3 gate statistic: token-mean entropy over every valid response token of the step batch.
+def step_batch(data: TensorDict) -> TokenBatch:
+    """Translate the step batch's ``entropy`` and ``response_mask`` into a TokenBatch for the step controller.
 
     Args:
-        data: the step batch's ``entropy`` and ``response_mask``, ``(B, T)`` padded or nested (TransferQueue's
-            layout); padding samples that verl adds for balancing have an all-zero mask and do not count.
+        data: ``(B, T)`` padded or nested (TransferQueue's layout); padding samples that verl adds for balancing
+            have an all-zero mask and do not count. Only the entropy and mask are real: the trainer is verl's
+            single controller and measures H there; the log-probs and advantages (zeros) are the workers'.
     """
     padded = data.select(*ENTROPY_FIELDS)
     if any(v.is_nested for v in padded.values()):
         padded = padded.to_padded_tensor()
     entropy = padded["entropy"].detach().double()  # (B, T)
     zeros = torch.zeros_like(entropy)
-    # the trainer is verl's single controller: the batch is already global, and no process group is initialised
-    return global_token_mean(TokenBatch(zeros, zeros, zeros, padded["response_mask"], entropy=entropy))
+    return TokenBatch(zeros, zeros, zeros, padded["response_mask"], entropy=entropy)
 
 
-@dataclass
-class StepControllers:
-    """The per-step controllers of the exact path (from :mod:`stare_rl.control`), kept by the trainer.
-
-    Args:
-        gate: STARE's gate (None unless ``loss_mode`` is ``stare``).
-        schedule: STARE's adaptive W/M schedule (None unless ``policy_loss.stare_adaptive=true``).
-    """
-
-    gate: StareGate | None = None
-    schedule: StareWeightSchedule | None = None
-
-    @classmethod
-    def from_config(cls, config: Any) -> StepControllers:
-        policy_loss = config.actor_rollout_ref.actor.policy_loss
-        mode = loss_mode(config)
-        if mode not in GATED_METHODS:
-            return cls()
-        schedule = make_schedule(policy_loss) if policy_loss.get("stare_adaptive", False) else None
-        return cls(StareGate(method_config(mode, policy_loss).target_entropy), schedule)
-
-    def update(self, batch_entropy: float) -> dict[str, float]:
-        """STARE §4.3/§4.4: move the gate (and W/M) once per step from the pre-update batch entropy; metrics."""
-        if self.gate is None:
-            return {}
-        metrics = {"stare_rl/batch_entropy": batch_entropy, "stare_rl/gate_on": float(self.gate.update(batch_entropy))}
-        if self.schedule is not None:
-            w, m = self.schedule.update(batch_entropy)
-            metrics.update({"stare_rl/reweight_w": w, "stare_rl/reweight_m": m})
-        return metrics
-
-    def step_state(self) -> dict[str, Any]:
-        """What the update batch carries to the loss under ``STATE_KEY`` (plain values: it crosses Ray)."""
-        state: dict[str, Any] = {}
-        for ctrl in (self.gate, self.schedule):
-            if ctrl is not None:
-                state.update(ctrl.context_fields())
-        return state
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"gate": self.gate.state_dict() if self.gate else None,
-                "schedule": self.schedule.state_dict() if self.schedule else None}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name in ("gate", "schedule"):
-            ctrl = getattr(self, name)
-            if ctrl is not None and state.get(name) is not None:
-                ctrl.load_state_dict(state[name])
-
-    def save(self, directory: str) -> str:
-        """Write ``STATE_FILE`` into ``directory`` atomically (temporary file + rename); returns its path."""
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, STATE_FILE)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{STATE_FILE}.")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.state_dict(), f)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        return path
-
-    def restore(self, directory: str) -> bool:
-        """Load ``STATE_FILE`` from a checkpoint folder; False (and a warning) when it has none."""
-        path = os.path.join(directory, STATE_FILE)
-        if not os.path.exists(path):
-            if self.gate is not None:
-                logger.warning("no %s in %s: STARE controllers start fresh (adaptive W/M restart from the "
-                               "config)", STATE_FILE, directory)
-            return False
-        with open(path) as f:
-            self.load_state_dict(json.load(f))
-        logger.info("restored STARE controllers from %s", path)
-        return True
+def step_controller(config: Any) -> StepController:
+    """The driver's StepController for ``actor.policy_loss`` (the batch is global there: no process group)."""
+    mode = loss_mode(config)
+    return StepController(mode, method_config(mode, config.actor_rollout_ref.actor.policy_loss))
 
 
 def checkpoint_dir(trainer_config: Any, global_steps: int, resuming: bool = False) -> str:
@@ -185,14 +105,14 @@ def exact_loss_fn(config: Any) -> partial:
 
 
 class StareRLTrainer(PPOTrainerSync):
-    """verl's sync PPO trainer plus the once-per-step STARE controllers and the entropy-aware loss wrapper."""
+    """verl's sync PPO trainer plus the once-per-step StepController and the entropy-aware loss wrapper."""
 
     def __init__(self, config: Any) -> None:
         check_config(config)
         with open_dict(config):  # selected as "stare_rl", but verl branches on trainer_mode == "sync"
             config.trainer.v1.trainer_mode = "sync"  # (replay buffer, checkpoints): behave exactly as sync
         super().__init__(config)
-        self.stare_rl = StepControllers.from_config(config)
+        self.stare_rl = step_controller(config)
 
     def _setup(self) -> None:
         super()._setup()
@@ -200,13 +120,15 @@ class StareRLTrainer(PPOTrainerSync):
 
     def _compute_old_log_prob(self, batch: Any, metrics: dict) -> Any:
         batch = super()._compute_old_log_prob(batch, metrics)  # writes old_log_probs and entropy to TQ
-        if self.stare_rl.gate is not None:
+        if self.stare_rl.controllers:  # STARE §4.3/§4.4: once per step, from the pre-update batch entropy
             data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=list(ENTROPY_FIELDS))
-            metrics.update(self.stare_rl.update(step_entropy(data)))
+            step = getattr(self, "global_steps", 1) - 1  # verl counts steps from 1
+            self.stare_rl.update(step_batch(data), step=step)  # global statistics: in the loss, over the DP ranks
+            metrics.update({f"stare_rl/{k}": v for k, v in self.stare_rl.metrics().items()})
         return batch
 
     def _update_actor(self, batch: Any, metrics: dict) -> Any:
-        batch.extra_info[STATE_KEY] = self.stare_rl.step_state()
+        batch.extra_info[STATE_KEY] = self.stare_rl.state_dict()  # plain values: it crosses Ray
         return super()._update_actor(batch, metrics)
 
     def _save_checkpoint(self) -> None:
@@ -217,7 +139,7 @@ class StareRLTrainer(PPOTrainerSync):
     def _load_checkpoint(self) -> Any:
         out = super()._load_checkpoint()  # sets global_steps (0 = from scratch)
         if self.global_steps > 0:
-            self.stare_rl.restore(checkpoint_dir(self.config.trainer, self.global_steps, resuming=True))
+            self.stare_rl.load(checkpoint_dir(self.config.trainer, self.global_steps, resuming=True))
         return out
 
 

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.registry import register_method
+from stare_rl.registry import GlobalStats, register_method
 from stare_rl.selection import topk_count
 from stare_rl.surrogate import SurrogateConfig, clipped_surrogate
 from stare_rl.types import LossContext, LossOutput, TokenBatch
+
+SCOPES = ("batch", "global")
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,19 @@ class HighEntropyConfig:
         },
     )
 
+    selection_scope: str = field(
+        default="batch",
+        metadata={
+            "help": "batch: the threshold over the batch handed to the loss (per micro-batch). global: the engine "
+            "gathers the entropies of the whole global batch and passes entropy_threshold through LossContext."
+        },
+    )
+
     def __post_init__(self) -> None:
         if not 0.0 < self.rho <= 1.0:
             raise ValueError(f"rho={self.rho} must be in (0, 1]")
+        if self.selection_scope not in SCOPES:
+            raise ValueError(f"selection_scope={self.selection_scope!r} is not one of {list(SCOPES)}")
 
 
 def high_entropy_threshold(entropy_values: torch.Tensor, rho: float) -> float | None:
@@ -38,7 +50,7 @@ def high_entropy_threshold(entropy_values: torch.Tensor, rho: float) -> float | 
 
     Engine-side use: gather the valid entropies of the whole global batch (across micro-batches and ranks,
     e.g. with :func:`stare_rl.selection.gather_values`), call this once, and pass the result as
-    ``LossContext.entropy_threshold`` so the mask does not depend on the parallel layout.
+    ``LossContext.stats["entropy_threshold"]`` so the mask does not depend on the parallel layout.
 
     Returns:
         The k-th largest entropy with ``k = ceil(rho * n)`` (at least 1), or ``None`` when there are no values.
@@ -51,7 +63,23 @@ def high_entropy_threshold(entropy_values: torch.Tensor, rho: float) -> float | 
     return float(torch.kthvalue(values, values.numel() - k + 1).values)
 
 
-@register_method("high_entropy", HighEntropyConfig)
+def _valid_entropies(batch: TokenBatch, cfg: HighEntropyConfig) -> tuple[torch.Tensor]:
+    """1-D entropies of this batch's valid tokens (what the step controller gathers across ranks)."""
+    if batch.entropy is None:
+        raise ValueError("method 'high_entropy' needs batch.entropy, got entropy=None")
+    return (batch.entropy.detach()[batch.valid],)
+
+
+@register_method(
+    "high_entropy",
+    HighEntropyConfig,
+    needs_entropy=True,
+    global_stats=GlobalStats(
+        candidates=_valid_entropies,
+        reduce=lambda slots, cfg: {"entropy_threshold": high_entropy_threshold(slots[0], cfg.rho)},
+        enabled=lambda cfg: cfg.selection_scope == "global",
+    ),
+)
 def high_entropy_loss(
     batch: TokenBatch, cfg: HighEntropyConfig, surrogate: SurrogateConfig, ctx: LossContext
 ) -> LossOutput:
@@ -64,7 +92,7 @@ def high_entropy_loss(
         batch: ``(B, T)`` tensors; ``batch.entropy`` is required.
         cfg: ``rho``.
         surrogate: shared clip settings.
-        ctx: ``entropy_threshold`` (global threshold from :func:`high_entropy_threshold`); ``None`` computes
+        ctx: stats ``entropy_threshold`` (global threshold from :func:`high_entropy_threshold`); ``None`` computes
             it from the valid tokens of this batch.
 
     Returns:
@@ -74,7 +102,7 @@ def high_entropy_loss(
     Notes:
         # DEVIATION: TRL's ``top_entropy_quantile`` thresholds at the linearly interpolated quantile; we take
         the exact k-th largest value (k = ceil(rho * N)), so exactly k tokens are kept when there are no ties.
-        Without ``ctx.entropy_threshold`` the threshold is per batch handed in (per micro-batch).
+        Without ``entropy_threshold`` in ``ctx`` the threshold is per batch handed in (per micro-batch).
     """
     if batch.entropy is None:
         raise ValueError("method 'high_entropy' needs batch.entropy (per-token entropy), got entropy=None")
@@ -83,7 +111,7 @@ def high_entropy_loss(
     )
     valid = batch.valid  # (B, T)
     entropy = batch.entropy.detach()  # (B, T)
-    threshold = ctx.entropy_threshold
+    threshold = ctx.get("entropy_threshold")
     if threshold is None:
         threshold = high_entropy_threshold(torch.masked_select(entropy, valid), cfg.rho)  # cheaper than [valid]
     if threshold is None:  # no valid tokens: nothing to keep

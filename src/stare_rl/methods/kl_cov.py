@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.registry import register_method
+from stare_rl.registry import GlobalStats, register_method
 from stare_rl.selection import kth_largest, select_at_least, topk_count, topk_mask
 from stare_rl.surrogate import LOG_RATIO_CLAMP, SurrogateConfig
 from stare_rl.types import LossContext, LossOutput, TokenBatch
@@ -83,25 +83,33 @@ def kl_cov_selection(batch: TokenBatch, cfg: KLCovConfig, ctx: LossContext) -> t
     """``(B, T)`` bool: the tokens that get the KL penalty.
 
     Batch scope: the top ``max(1, floor(N_valid * ratio))`` valid tokens by signed covariance. Global scope
-    (``ctx.kl_cov_threshold`` with ``ctx.kl_cov_adv_mean`` and ``ctx.kl_cov_logp_mean``): valid tokens whose
+    (stats ``kl_cov_threshold`` with ``kl_cov_adv_mean`` and ``kl_cov_logp_mean`` in ``ctx``): valid tokens whose
     covariance, centred with the global means, is >= the global threshold.
     """
-    given = [ctx.kl_cov_threshold, ctx.kl_cov_adv_mean, ctx.kl_cov_logp_mean]
+    threshold, adv_mean, logp_mean = (ctx.get(k) for k in ("kl_cov_threshold", "kl_cov_adv_mean", "kl_cov_logp_mean"))
+    given = [threshold, adv_mean, logp_mean]
     if any(v is not None for v in given) and any(v is None for v in given):
         raise ValueError(
             "kl_cov global scope needs kl_cov_threshold, kl_cov_adv_mean and kl_cov_logp_mean together; got "
-            f"kl_cov_threshold={ctx.kl_cov_threshold}, kl_cov_adv_mean={ctx.kl_cov_adv_mean}, "
-            f"kl_cov_logp_mean={ctx.kl_cov_logp_mean}"
+            f"kl_cov_threshold={threshold}, kl_cov_adv_mean={adv_mean}, kl_cov_logp_mean={logp_mean}"
         )
     valid = batch.valid
-    cov = kl_cov_covariance(batch, ctx.kl_cov_adv_mean, ctx.kl_cov_logp_mean)  # (B, T)
-    if ctx.kl_cov_threshold is not None:
-        return select_at_least(cov, valid, ctx.kl_cov_threshold)
+    cov = kl_cov_covariance(batch, adv_mean, logp_mean)  # (B, T)
+    if threshold is not None:
+        return select_at_least(cov, valid, threshold)
     k = topk_count(cfg.kl_cov_ratio, batch.n_valid, rounding="floor")  # Cui et al.: floor, at least 1
     return topk_mask(cov, valid, k)
 
 
-@register_method("kl_cov", KLCovConfig)
+@register_method(
+    "kl_cov",
+    KLCovConfig,
+    global_stats=GlobalStats(
+        candidates=lambda batch, cfg: kl_cov_candidate_values(batch),
+        reduce=lambda slots, cfg: kl_cov_global_stats(slots[0], slots[1], cfg),
+        enabled=lambda cfg: cfg.selection_scope == "global",
+    ),
+)
 def kl_cov_loss(
     batch: TokenBatch, cfg: KLCovConfig, surrogate: SurrogateConfig, ctx: LossContext
 ) -> LossOutput:

@@ -5,6 +5,9 @@ inside each advantage sign, the top-P fraction of tokens by surprisal ``s = -log
 entropy-critical sets L+ (A > 0) and L- (A < 0). While the batch entropy is below a target (the gate, a
 controller in :mod:`stare_rl.control`), the clipped per-token loss is multiplied by W > 1 on L+ (variant O1)
 and additionally by M < 1 on L- (variant C2); everything else keeps weight 1.
+
+Traits (declared at registration): gated (the §4.3 gate; the §4.4 W/M schedule with ``weight_control='paper'``),
+global statistics (surprisal thresholds) with ``selection_scope='global'``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.registry import register_method
+from stare_rl.control import GATE, Controller, StareGate, StareWeightSchedule
+from stare_rl.registry import GlobalStats, register_method
 from stare_rl.selection import select_top_fraction, top_fraction_threshold
 from stare_rl.surrogate import SurrogateConfig, TokenSigns, clipped_surrogate, token_signs
 from stare_rl.tokens import surprisal
@@ -21,10 +25,45 @@ from stare_rl.types import LossContext, LossOutput, TokenBatch
 
 STARE_VARIANTS = ("O1", "C2")
 SCOPES = ("batch", "global")
+WEIGHT_CONTROLS = ("fixed", "paper")
 
 
 @dataclass(frozen=True)
-class StareConfig:
+class StareControlFields:
+    """The fields every STARE-style config shares: W and M, the gate's target (§4.3) and the W/M control (§4.4)."""
+
+    reweight_w: float = field(
+        default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."}
+    )
+    reweight_m: float = field(
+        default=0.9, metadata={"help": "M in (0, 1]: weight of L- tokens while the gate is on (C2 only)."}
+    )
+    target_entropy: float = field(
+        default=0.3,
+        metadata={
+            "help": "H_tgt >= 0: the gate is on while the batch token-mean entropy is below it (§4.3)."
+        },
+    )
+    weight_control: str = field(
+        default="fixed",
+        metadata={
+            "help": "fixed: W and M stay at reweight_w / reweight_m. paper: STARE §4.4 adaptive schedule, W and M "
+            "move by weight_alpha per step from the entropy error (the STARE run script's switch)."
+        },
+    )
+    weight_alpha: float = field(
+        default=0.01, metadata={"help": "§4.4 schedule step per generation batch (STARE run script: 0.01)."}
+    )
+    weight_w_max: float = field(
+        default=1.5, metadata={"help": "§4.4 schedule upper bound of W (STARE run script: 1.5)."}
+    )
+    weight_m_min: float = field(
+        default=0.5, metadata={"help": "§4.4 schedule lower bound of M (STARE run script: 0.5)."}
+    )
+
+
+@dataclass(frozen=True)
+class StareConfig(StareControlFields):
     """STARE hyper-parameters; defaults are the paper's 7B recipe (STARE README / run script, §5).
 
     For 14B/32B models the authors recommend the milder ``reweight_w=1.05, reweight_m=0.95``.
@@ -37,18 +76,6 @@ class StareConfig:
     top_p_ratio: float = field(
         default=0.1,
         metadata={"help": "P in [0, 1]: fraction of each advantage-sign set selected by surprisal."},
-    )
-    reweight_w: float = field(
-        default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."}
-    )
-    reweight_m: float = field(
-        default=0.9, metadata={"help": "M in (0, 1]: weight of L- tokens while the gate is on (C2 only)."}
-    )
-    target_entropy: float = field(
-        default=0.3,
-        metadata={
-            "help": "H_tgt >= 0: the gate is on while the batch token-mean entropy is below it (§4.3)."
-        },
     )
     selection_scope: str = field(
         default="batch",
@@ -65,7 +92,7 @@ class StareConfig:
 
 
 def check_stare_fields(cfg: object) -> None:
-    """Validate (and normalise the variant of) a frozen STARE-style config: variant, P, W, M, H_tgt."""
+    """Validate (and normalise the variant of) a frozen STARE-style config: variant, P, W, M, H_tgt, W/M control."""
     variant = str(cfg.variant).upper()  # type: ignore[attr-defined]
     if variant not in STARE_VARIANTS:
         raise ValueError(f"variant={cfg.variant!r} is not one of {list(STARE_VARIANTS)}")  # type: ignore[attr-defined]
@@ -75,6 +102,21 @@ def check_stare_fields(cfg: object) -> None:
     check_stare_weights(cfg.reweight_w, cfg.reweight_m)  # type: ignore[attr-defined]
     if not cfg.target_entropy >= 0.0:  # type: ignore[attr-defined]
         raise ValueError(f"target_entropy={cfg.target_entropy} must be >= 0")  # type: ignore[attr-defined]
+    if cfg.weight_control not in WEIGHT_CONTROLS:  # type: ignore[attr-defined]
+        raise ValueError(f"weight_control={cfg.weight_control!r} is not one of {list(WEIGHT_CONTROLS)}")  # type: ignore[attr-defined]
+    if cfg.weight_control == "paper":  # type: ignore[attr-defined]
+        try:
+            StareWeightSchedule.from_config(cfg)
+        except ValueError as err:  # name the config fields, not the controller's arguments
+            raise ValueError(f"weight_control='paper': {err} (weight_alpha / weight_w_max / weight_m_min)") from err
+
+
+def stare_controllers(cfg: object) -> dict[str, Controller]:
+    """A STARE-style config's controllers: the §4.3 gate, plus the §4.4 W/M schedule when ``weight_control='paper'``."""
+    ctrls: dict[str, Controller] = {GATE: StareGate(cfg.target_entropy)}  # type: ignore[attr-defined]
+    if cfg.weight_control == "paper":  # type: ignore[attr-defined]
+        ctrls["schedule"] = StareWeightSchedule.from_config(cfg)
+    return ctrls
 
 
 def check_stare_weights(reweight_w: float, reweight_m: float) -> None:
@@ -95,7 +137,7 @@ def stare_selection(
 
     Notes:
         Batch scope: k = ceil(P * |T|) of this batch (at least 1, 0 when P = 0 or T is empty), exactly k tokens
-        (ties ranked by ``torch.topk``). Global scope (``ctx.surprisal_threshold_pos/neg`` given): tokens with
+        (ties ranked by ``torch.topk``). Global scope (``surprisal_threshold_pos/neg`` in ``ctx`` given): tokens with
         ``s >= threshold``; the thresholds come from :func:`stare_global_thresholds` on the global batch.
         The largest surprisal ``s = -log pi`` is the smallest log pi: the selection runs on log pi directly
         (no surprisal tensor), with ``s >= t`` as ``log pi <= -t`` (negation is exact).
@@ -104,9 +146,9 @@ def stare_selection(
     t_plus, t_minus = signs.positive, signs.negative  # (B, T) A == 0 is in neither set
     with torch.no_grad():
         lp = batch.log_prob.detach()  # (B, T) selection only
-        l_plus = _top_surprisal(lp, t_plus, cfg.top_p_ratio, ctx.surprisal_threshold_pos)
+        l_plus = _top_surprisal(lp, t_plus, cfg.top_p_ratio, ctx.get("surprisal_threshold_pos"))
         if cfg.variant == "C2":
-            l_minus = _top_surprisal(lp, t_minus, cfg.top_p_ratio, ctx.surprisal_threshold_neg)
+            l_minus = _top_surprisal(lp, t_minus, cfg.top_p_ratio, ctx.get("surprisal_threshold_neg"))
         else:
             l_minus = torch.zeros_like(t_minus)
     return t_plus, t_minus, l_plus, l_minus
@@ -120,15 +162,60 @@ def _top_surprisal(
     return select_top_fraction(log_prob, candidates, ratio, "ceil", neg_threshold, largest=False)
 
 
-def resolve_weights(cfg: StareConfig, ctx: LossContext) -> tuple[float, float]:
+def resolve_weights(cfg: object, ctx: LossContext) -> tuple[float, float]:
     """(W, M) in force: the adaptive schedule's values from ``ctx`` when given, else the config's."""
-    w = cfg.reweight_w if ctx.reweight_w is None else float(ctx.reweight_w)
-    m = cfg.reweight_m if ctx.reweight_m is None else float(ctx.reweight_m)
+    w = float(ctx.get("reweight_w", cfg.reweight_w))  # type: ignore[attr-defined]
+    m = float(ctx.get("reweight_m", cfg.reweight_m))  # type: ignore[attr-defined]
     check_stare_weights(w, m)
     return w, m
 
 
-@register_method("stare", StareConfig)
+def gated_weighted_surrogate(
+    batch: TokenBatch,
+    cfg: object,
+    surrogate: SurrogateConfig,
+    ctx: LossContext,
+    signs: TokenSigns,
+    l_plus: torch.Tensor,
+    l_minus: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor], bool, float, float]:
+    """STARE §4.2-4.3 weight/gate step shared by STARE-style methods: W on L+, M on L-, gate off = vanilla.
+
+    Returns:
+        ``(token_loss, weights, surrogate metrics, gate_on, W, M)``; weights are ``(B, T)`` (1 on padding).
+    """
+    w, m = resolve_weights(cfg, ctx)
+    gate_on = bool(ctx.get("gate_on", True))  # STARE §4.3: gate from the controller (None = on)
+    if gate_on:  # STARE §4.2: W on L+, M on L- (C2), 1 elsewhere (padding included)
+        weights = _stare_weights(l_plus, l_minus, w, m, cfg.variant, batch.log_prob.dtype)  # type: ignore[attr-defined]
+        # the weights are folded into -A inside the surrogate: token_loss = weights * clipped loss
+        token_loss, metrics = clipped_surrogate(
+            batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate,
+            weights=weights, signs=signs,
+        )
+    else:  # gate off: exactly vanilla
+        token_loss, metrics = clipped_surrogate(
+            batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate, signs=signs
+        )
+        weights = torch.ones_like(token_loss).detach()
+    return token_loss, weights, metrics, gate_on, w, m
+
+
+def _stare_candidates(batch: TokenBatch, cfg: StareConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    return stare_candidate_values(batch)
+
+
+def _stare_reduce(slots: tuple[torch.Tensor, ...], cfg: StareConfig) -> dict[str, float | None]:
+    return stare_global_thresholds(slots[0], slots[1], cfg)
+
+
+@register_method(
+    "stare",
+    StareConfig,
+    gated=True,
+    global_stats=GlobalStats(_stare_candidates, _stare_reduce, enabled=lambda cfg: cfg.selection_scope == "global"),
+    controllers=stare_controllers,
+)
 def stare_loss(
     batch: TokenBatch, cfg: StareConfig, surrogate: SurrogateConfig, ctx: LossContext
 ) -> LossOutput:
@@ -141,7 +228,8 @@ def stare_loss(
         batch: ``(B, T)`` tensors; entropy is not used (selection is by surprisal).
         cfg: :class:`StareConfig`.
         surrogate: clip settings shared with vanilla.
-        ctx: ``gate_on`` (None = on), ``reweight_w/m`` (adaptive schedule), global surprisal thresholds.
+        ctx: stats ``gate_on`` (None = on; the gate controller), ``reweight_w`` / ``reweight_m`` (the §4.4
+            schedule), ``surprisal_threshold_pos`` / ``surprisal_threshold_neg`` (global scope).
 
     Returns:
         per-token loss ``omega * clipped_loss``; ``token_weights`` omega (1 on padding, no gradient); masks
@@ -154,20 +242,9 @@ def stare_loss(
     """
     signs = token_signs(batch.advantages, batch.mask)  # (B, T) masks shared with the surrogate
     t_plus, t_minus, l_plus, l_minus = stare_selection(batch, cfg, ctx, signs)
-    w, m = resolve_weights(cfg, ctx)
-    gate_on = True if ctx.gate_on is None else bool(ctx.gate_on)  # STARE §4.3: gate from the controller
-    if gate_on:  # STARE §4.2: W on L+, M on L- (C2), 1 elsewhere (padding included)
-        weights = _stare_weights(l_plus, l_minus, w, m, cfg.variant, batch.log_prob.dtype)  # (B, T)
-        # the weights are folded into -A inside the surrogate: token_loss = weights * clipped loss
-        token_loss, metrics = clipped_surrogate(
-            batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate,
-            weights=weights, signs=signs,
-        )
-    else:  # gate off: exactly vanilla
-        token_loss, metrics = clipped_surrogate(
-            batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate, signs=signs
-        )
-        weights = torch.ones_like(token_loss).detach()
+    token_loss, weights, metrics, gate_on, w, m = gated_weighted_surrogate(
+        batch, cfg, surrogate, ctx, signs, l_plus, l_minus
+    )
     metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, t_plus, t_minus, l_plus, l_minus, signs.valid))
     return LossOutput(
         token_loss=token_loss,

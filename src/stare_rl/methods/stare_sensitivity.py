@@ -25,17 +25,22 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.methods.stare import check_stare_fields, check_stare_weights
+from stare_rl.methods.stare import (
+    StareControlFields,
+    check_stare_fields,
+    gated_weighted_surrogate,
+    stare_controllers,
+)
 from stare_rl.registry import register_method
 from stare_rl.selection import topk_count, topk_mask
-from stare_rl.surrogate import SurrogateConfig, clipped_surrogate, token_signs
+from stare_rl.surrogate import SurrogateConfig, token_signs
 from stare_rl.tokens import entropy_sensitivity_leading
 from stare_rl.types import LossContext, LossOutput, TokenBatch
 
 
 @dataclass(frozen=True)
-class StareSensitivityConfig:
-    """Extension of STARE (this project's, not the paper's); W, M, P and the target default to STARE's values."""
+class StareSensitivityConfig(StareControlFields):
+    """Extension of STARE (this project's, not the paper's); W, M, P, the target and the W/M control are STARE's."""
 
     variant: str = field(
         default="C2",
@@ -44,13 +49,6 @@ class StareSensitivityConfig:
     top_p_ratio: float = field(
         default=0.1,
         metadata={"help": "P in [0, 1]: at most ceil(P * |A>0 tokens|) in L+ and ceil(P * |A<0 tokens|) in L-."},
-    )
-    reweight_w: float = field(default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."})
-    reweight_m: float = field(
-        default=0.9, metadata={"help": "M in (0, 1]: weight of L- tokens while the gate is on (C2 only)."}
-    )
-    target_entropy: float = field(
-        default=0.3, metadata={"help": "H_tgt >= 0: the STARE gate is on while the batch entropy is below it."}
     )
 
     def __post_init__(self) -> None:
@@ -83,7 +81,8 @@ def sensitivity_selection(
     return l_plus, l_minus, dh_pred
 
 
-@register_method("stare_sensitivity", StareSensitivityConfig)
+@register_method("stare_sensitivity", StareSensitivityConfig, needs_entropy=True, gated=True,
+                 controllers=stare_controllers)
 def stare_sensitivity_loss(
     batch: TokenBatch, cfg: StareSensitivityConfig, surrogate: SurrogateConfig, ctx: LossContext
 ) -> LossOutput:
@@ -96,7 +95,7 @@ def stare_sensitivity_loss(
         batch: ``(B, T)`` tensors; ``entropy`` is required (the state's entropy H in S).
         cfg: :class:`StareSensitivityConfig`.
         surrogate: clip settings shared with vanilla.
-        ctx: ``gate_on`` (None = on) and ``reweight_w/m`` (an adaptive schedule's values, if any).
+        ctx: stats ``gate_on`` (None = on) and ``reweight_w`` / ``reweight_m`` (the §4.4 schedule's, if any).
 
     Returns:
         per-token loss ``omega * clipped_loss``; ``token_weights`` omega; masks ``l_plus``, ``l_minus``;
@@ -107,18 +106,9 @@ def stare_sensitivity_loss(
     """
     signs = token_signs(batch.advantages, batch.mask)
     l_plus, l_minus, dh_pred = sensitivity_selection(batch, cfg)
-    w = cfg.reweight_w if ctx.reweight_w is None else float(ctx.reweight_w)
-    m = cfg.reweight_m if ctx.reweight_m is None else float(ctx.reweight_m)
-    check_stare_weights(w, m)
-    gate_on = True if ctx.gate_on is None else bool(ctx.gate_on)  # STARE §4.3
-    weights = torch.ones_like(batch.log_prob).detach()  # (B, T)
-    if gate_on:
-        weights = weights.masked_fill(l_plus, w).masked_fill(l_minus, m)
-        token_loss, metrics = clipped_surrogate(batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask,
-                                                surrogate, weights=weights, signs=signs)
-    else:  # gate off: exactly vanilla
-        token_loss, metrics = clipped_surrogate(batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask,
-                                                surrogate, signs=signs)
+    token_loss, weights, metrics, gate_on, w, m = gated_weighted_surrogate(  # STARE §4.2-4.3, shared
+        batch, cfg, surrogate, ctx, signs, l_plus, l_minus
+    )
     n = float(max(int(torch.count_nonzero(signs.valid)), 1))
     dev, dt = batch.log_prob.device, batch.log_prob.dtype
     k_plus, k_minus = int(torch.count_nonzero(l_plus)), int(torch.count_nonzero(l_minus))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.registry import register_method
+from stare_rl.registry import GlobalStats, register_method
 from stare_rl.surrogate import SurrogateConfig, clipped_surrogate, token_signs
 from stare_rl.tokens import steer_omega_abs
 from stare_rl.types import LossContext, LossOutput, TokenBatch
@@ -83,36 +83,6 @@ def steer_omega(batch: TokenBatch) -> torch.Tensor:
     return steer_omega_abs(batch.log_prob, batch.old_log_prob, batch.advantages, batch.entropy)
 
 
-def steer_token_weights(
-    omega: torch.Tensor, valid: torch.Tensor, cfg: SteerConfig, ctx: LossContext
-) -> torch.Tensor:
-    """Map |Omega| to STEER weights (0 on padding, no gradient).
-
-    Args:
-        omega: ``(B, T)`` |Omega|.
-        valid: ``(B, T)`` bool mask.
-        cfg: mapping and bounds.
-        ctx: ``omega_max`` / ``omega_min`` of the global batch when given; else this batch's valid tokens.
-
-    Returns:
-        ``(B, T)`` weights in [w_min, 1] (exp) or [w_min, w_max] (linear) on valid tokens, 0 elsewhere.
-    """
-    local_max, local_min = _omega_extrema(omega, valid, need_min=cfg.mapping == "linear")
-    o_max, o_min = _resolve_extrema(ctx, local_max, local_min)
-    return _map_omega(omega, o_max, o_min, cfg).masked_fill(~valid, 0.0).detach()
-
-
-def _omega_extrema(
-    omega: torch.Tensor, valid: torch.Tensor, need_min: bool = True
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """max and min |Omega| over valid tokens as 0-dim tensors (0 when nothing is valid); |Omega| >= 0."""
-    local_max = torch.where(valid, omega, 0.0).max() if omega.numel() else omega.new_zeros(())
-    if not need_min or omega.numel() == 0:
-        return local_max, local_max
-    local_min = torch.where(valid, omega, torch.inf).min()
-    return local_max, torch.where(torch.isinf(local_min), 0.0, local_min)
-
-
 def _resolve_extrema(
     ctx: LossContext, local_max: torch.Tensor, local_min: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -121,8 +91,8 @@ def _resolve_extrema(
     def as_t(v: float) -> torch.Tensor:
         return torch.as_tensor(v, dtype=local_max.dtype, device=local_max.device)
 
-    o_max = as_t(ctx.omega_max) if ctx.omega_max is not None else local_max
-    o_min = as_t(ctx.omega_min) if ctx.omega_min is not None else local_min
+    o_max = as_t(ctx.get("omega_max")) if ctx.get("omega_max") is not None else local_max
+    o_min = as_t(ctx.get("omega_min")) if ctx.get("omega_min") is not None else local_min
     return o_max, o_min
 
 
@@ -146,7 +116,16 @@ def _map_omega(
     return torch.clamp(w, min=w_min, max=w_max)
 
 
-@register_method("steer", SteerConfig)
+@register_method(
+    "steer",
+    SteerConfig,
+    needs_entropy=True,
+    global_stats=GlobalStats(
+        candidates=lambda batch, cfg: (steer_candidate_values(batch),),
+        reduce=lambda slots, cfg: steer_global_stats(slots[0]),
+        enabled=lambda cfg: cfg.selection_scope == "global",
+    ),
+)
 def steer_loss(
     batch: TokenBatch, cfg: SteerConfig, surrogate: SurrogateConfig, ctx: LossContext
 ) -> LossOutput:
@@ -159,7 +138,7 @@ def steer_loss(
         batch: ``(B, T)`` tensors; ``entropy`` (old-policy entropy H) is required.
         cfg: :class:`SteerConfig`.
         surrogate: clip settings.
-        ctx: ``omega_max`` (and ``omega_min`` for linear) of the global batch, else computed here.
+        ctx: stats ``omega_max`` (and ``omega_min`` for linear) of the global batch, else computed here.
 
     Returns:
         per-token loss ``w * clipped_loss``; weights (0 on padding, as the reference); metrics

@@ -144,8 +144,8 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
 
     start, cpu_start = time.perf_counter(), time.process_time()
     tokenizer = build_char_tokenizer(task.alphabet)

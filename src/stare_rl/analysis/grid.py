@@ -38,7 +38,15 @@ logger = logging.getLogger(__name__)
 DONE_FILE = "compare_done.json"  # completion marker written by stare compare after a cell's run succeeded
 LABEL_FILE = "run_config.json"  # read first by stare report: labels the run with its grid method name
 CELL_CONFIG = "cell.yaml"
-GATED_METHODS = ("stare", "stare_sensitivity")  # methods with a target_entropy field (the STARE gate)
+
+
+def _gated(train_method: Any) -> bool:
+    """Whether a ``stare train`` method takes the STARE gate's ``target_entropy`` (its registered trait)."""
+    from stare_rl.registry import get_method, list_methods
+
+    return train_method in list_methods() and get_method(train_method).gated
+
+
 _TOP_KEYS = {"out", "seeds", "parallel", "target_entropy", "band", "base", "methods", "smoke"}
 _SMOKE_KEYS = {"base", "methods", "seeds"}
 _CELL_ONLY = {"output_dir", "seed", "resume_from_checkpoint"}  # set per cell by the grid, not by the file
@@ -64,7 +72,7 @@ class Grid:
     def cell_config(self, method: str) -> dict[str, Any]:
         """``stare train`` fields of one method's cells (without seed and output_dir)."""
         cfg = {**self.base, **self.methods[method]}
-        if self.target_entropy is not None and cfg.get("method") in GATED_METHODS:
+        if self.target_entropy is not None and _gated(cfg.get("method")):
             cfg.setdefault("target_entropy", self.target_entropy)
         return cfg
 
@@ -355,7 +363,7 @@ def _targets(methods: list[dict[str, Any]], base: Mapping[str, Any] | None, base
         out[f"{baseline}_final_entropy_below_30pct_of_start"] = None if ratio is None else ratio < 0.3
         out[f"{baseline}_entropy_ratio"] = ratio
     for m in methods:
-        if m["train_method"] not in GATED_METHODS:
+        if not _gated(m["train_method"]):
             continue
         d = m.get("vs_" + baseline) or {}
         after = _mean(m, "in_band_after_cross")
