@@ -22,9 +22,9 @@ from stare_rl import cli  # noqa: E402
 def model_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Small random models of the tiny architecture: ``plain`` (no chat template, 64 positions) and
     ``small_vocab`` (an embedding with fewer rows than the tokenizer has tokens)."""
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     tok = build_char_tokenizer(get_task("arithmetic").alphabet)
     out = {}

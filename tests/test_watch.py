@@ -96,10 +96,10 @@ def test_stare_train_warns_on_a_reward_that_is_always_zero(tmp_path: Path, capsy
     import json
 
     from stare_rl import cli
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.runlog import read_metrics
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     tok = build_char_tokenizer(get_task("arithmetic").alphabet)
     model_dir = tmp_path / "model"
@@ -134,9 +134,9 @@ def test_tied_lm_head_missing_key_message_is_dropped_on_resume_only_when_tied() 
     import transformers.trainer
 
     from stare_rl.commands.train import _quiet_tied_weight_warning
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.model import build_tiny_model
-    from stare_rl.tasks.tokenizer import build_char_tokenizer
 
     prefix = "There were missing keys in the checkpoint model loaded: "
     assert prefix in inspect.getsource(transformers.trainer)  # the message this filter is written for

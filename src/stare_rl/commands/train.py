@@ -338,8 +338,8 @@ def _model_for_checks(ta: ModelTaskArgs, task: Any, grpo: Any) -> tuple[Any, Any
     """``(model or None, tokenizer, max positions)``: for ``tiny`` the task's character tokenizer (the model
     is built by the warm start later), else the loaded model."""
     if ta.model == "tiny":
-        from stare_rl.tasks.model import TINY_MAX_POSITIONS
-        from stare_rl.tasks.tokenizer import build_char_tokenizer
+        from stare_rl.models.tiny import TINY_MAX_POSITIONS
+        from stare_rl.models.tokenizer import build_char_tokenizer
 
         return None, build_char_tokenizer(task.alphabet), TINY_MAX_POSITIONS
     model, tokenizer = _load_model(ta.model, grpo.model_init_kwargs)
