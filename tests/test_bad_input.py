@@ -265,3 +265,20 @@ def test_resume_last_skips_a_half_written_checkpoint(tmp_path: Path) -> None:
     assert RunLayout(run).last_checkpoint() == run / "checkpoint-100"  # 300 lacks the controller state
     (run / "checkpoint-300" / CONTROLLER_FILE).write_text("{}")
     assert RunLayout(run).last_checkpoint() == run / "checkpoint-300"
+
+
+def test_a_killed_warm_start_leaves_nothing_that_is_used(tmp_path: Path) -> None:
+    """A warm start killed mid-way leaves ``.tmp-<name>-<pid>``: never read as a cache entry, removed by the next
+    warm start of the same setting (its process is gone); a live process's directory is left alone."""
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.warmstart import WarmStartConfig, _remove_orphans, cache_key
+
+    name = f"arithmetic-{cache_key(get_task('arithmetic'), WarmStartConfig(), 0)}"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan, live = tmp_path / f".tmp-{name}-{int(dead.stdout)}", tmp_path / f".tmp-{name}-{os.getpid()}"
+    for d in (orphan, live):
+        d.mkdir()
+        (d / "config.json").write_text("{}")  # half-written: no warmstart.json
+    assert not (tmp_path / name).exists()
+    _remove_orphans(tmp_path, name)
+    assert not orphan.exists() and live.is_dir()

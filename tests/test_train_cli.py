@@ -53,7 +53,7 @@ BAD_INPUTS = [
     (["--epsilon", "0.3"], "epsilon=0.3 is TRL's own loss setting"),
     (["--reweight_w", "0.5"], "reweight_w=0.5 must be >= 1"),
     (["--variant", "X3"], "variant='X3'"),
-    (["--method", "vanilla", "--weight_control", "paper"], "unknown field 'weight_control'"),
+    (["--method", "vanilla", "--weight_control", "paper"], "weight_control belongs to stare (and stare_sensitivity), not to method='vanilla'"),
     (["--weight_control", "sometimes"], "weight_control='sometimes'"),
     (["--weight_control", "paper", "--reweight_w", "1.6"], "weight_control='paper': reweight_w=1.6"),
     (["--entropy_bonus", "sometimes"], "entropy_bonus='sometimes'"),

@@ -442,10 +442,11 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         setup=plan.setup,
         callbacks=[watch],
     )
-    before = None
+    before, before_path = None, layout.root / INITIAL_EVAL_FILE
     if ta.initial_eval and ta.final_eval and prep.resume is None:
-        before = _evaluate(prep, trainer.model, tokenizer, layout.root / INITIAL_EVAL_FILE,
-                           "held-out evaluation before training")
+        before = _evaluate(prep, trainer.model, tokenizer, before_path, "held-out evaluation before training")
+    elif before_path.is_file():  # resumed: the interrupted run measured the start
+        before = json.loads(before_path.read_text())
     print(f"training: method={plan.setup.method}, run dir {layout.root}", flush=True)
     with _quiet_tied_weight_warning(trainer.model):
         trainer.train(resume_from_checkpoint=prep.resume)

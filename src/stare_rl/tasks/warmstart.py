@@ -121,6 +121,7 @@ def warm_start(
         return final
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cache_dir / f".tmp-{final.name}-{os.getpid()}"
+    _remove_orphans(cache_dir, final.name)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         info = _train(task, config, seed, tmp, progress)
@@ -137,6 +138,26 @@ def warm_start(
         shutil.rmtree(tmp, ignore_errors=True)
     logger.info("warm start: saved %s", final)
     return final
+
+
+def _remove_orphans(cache_dir: Path, name: str) -> None:
+    """Delete ``.tmp-<name>-<pid>`` dirs left by a killed warm start (their process is gone); they are never
+    used as a cache entry (only the atomic rename to ``<name>`` publishes one), only disk to reclaim."""
+    for tmp in cache_dir.glob(f".tmp-{name}-*"):
+        pid = tmp.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            logger.info("warm start: removing %s left by a killed run", tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: bool) -> dict[str, Any]:
