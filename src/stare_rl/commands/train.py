@@ -265,59 +265,75 @@ def _reward(ta: ModelTaskArgs, task: Any) -> tuple[Any, str]:
 def prepare(plan: Plan) -> Prepared:
     """Load and check the data against the model and the reward, split off the held-out rows, resolve
     defaults that depend on the task, check the resume point. Raises ValueError on any problem."""
-    from stare_rl.commands import preflight
     from stare_rl.tasks import get_task
 
     ta, grpo = plan.task_args, plan.grpo
     needs_task = ta.model == "tiny" or ta.dataset is None or ta.reward == "task"
     task = get_task(ta.task) if needs_task else None
-    notes, warnings = [plan.base_note], []
     reward_fn, reward_note = _reward(ta, task)
-    notes.append(reward_note)
     if ta.dataset is None and "max_completion_length" not in plan.explicit:
         grpo.max_completion_length = task.max_completion_chars + 1  # embedded task: answer + <eos>
     resume = _resume_point(grpo)
     model, tokenizer, max_positions = _model_for_checks(ta, task, grpo)
-    checked: list[tuple[str, list, list]] = []
+    train_rows, eval_rows, files, notes, warnings = _split_rows(ta, grpo.seed, task)
+    warnings += _check_data(files, tokenizer, max_positions, grpo.max_completion_length, ta.model,
+                            math=reward_fn.__name__ == "math_reward")
+    if ta.model == "tiny":
+        model = tokenizer = None  # the warm start in execute builds them
+    return Prepared(plan, task, train_rows, eval_rows, reward_fn, resume, model, tokenizer,
+                    [plan.base_note, reward_note, *notes], warnings)
+
+
+DataFile = tuple[str, list[dict[str, Any]], list[str]]  # (field=path, rows, where each row is)
+
+
+def _split_rows(ta: ModelTaskArgs, seed: int, task: Any) -> tuple[list, list, list[DataFile], list[str], list[str]]:
+    """``(train rows, evaluation rows, data files read, notes, warnings)``; the evaluation rows are never
+    trained on: the task's test split, rows held out of ``dataset``, or ``eval_dataset``."""
+    from stare_rl.commands import preflight
+
+    files: list[DataFile] = []
+    notes, warnings = [], []
+    eval_rows: list[dict[str, Any]] = []
     if ta.dataset is not None:
         rows, where = _rows(ta.dataset, "dataset")
-        checked.append((f"dataset={ta.dataset!r}", rows, where))
+        files.append((f"dataset={ta.dataset!r}", rows, where))
         dup = preflight.check_duplicates(rows, where, f"dataset={ta.dataset!r}")
         warnings += [dup] if dup else []
-        if ta.eval_dataset:
-            train_rows = rows
-        elif ta.final_eval:
-            train_rows, eval_rows = preflight.held_out_split(rows, ta.eval_size, grpo.seed)
-            notes.append(f"evaluation: {len(eval_rows)} rows held out from dataset (drawn with seed {grpo.seed}, "
+        train_rows = rows
+        if ta.final_eval and not ta.eval_dataset:
+            train_rows, eval_rows = preflight.held_out_split(rows, ta.eval_size, seed)
+            notes.append(f"evaluation: {len(eval_rows)} rows held out from dataset (drawn with seed {seed}, "
                          f"not trained on; {len(train_rows)} left for training); --eval_dataset to choose them")
-        else:
-            train_rows, eval_rows = rows, []
     else:
-        train_rows = task.make_split("train", ta.train_size, grpo.seed)
+        train_rows = task.make_split("train", ta.train_size, seed)
         if not ta.eval_dataset:
-            eval_rows = task.make_split("test", ta.eval_size, grpo.seed)
+            eval_rows = task.make_split("test", ta.eval_size, seed)
             notes.append(f"evaluation: {len(eval_rows)} prompts of the {task.name} task's test split (disjoint "
                          "from its train split)")
     if ta.eval_dataset:
-        eval_all, eval_where = _rows(ta.eval_dataset, "eval_dataset")
-        checked.append((f"eval_dataset={ta.eval_dataset!r}", eval_all, eval_where))
-        eval_rows = eval_all[: ta.eval_size]
+        rows, where = _rows(ta.eval_dataset, "eval_dataset")
+        files.append((f"eval_dataset={ta.eval_dataset!r}", rows, where))
+        eval_rows = rows[: ta.eval_size]
         notes.append(f"evaluation: {len(eval_rows)} rows of eval_dataset={ta.eval_dataset!r}")
-    is_math = reward_fn.__name__ == "math_reward"
-    for what, rows, where in checked:
-        preflight.check_chat_template(rows, where, tokenizer, ta.model, what)
-        preflight.check_characters(rows, where, tokenizer, ta.model, what)
-        long = preflight.check_lengths(rows, where, tokenizer, max_positions, grpo.max_completion_length, ta.model,
-                                       what)
+    return train_rows, eval_rows, files, notes, warnings
+
+
+def _check_data(files: list[DataFile], tokenizer: Any, max_positions: int | None, max_completion_length: int,
+                model: str, math: bool) -> list[str]:
+    """Refuse data the model cannot read or the reward cannot score (ValueError); return the warnings."""
+    from stare_rl.commands import preflight
+
+    warnings = []
+    for what, rows, where in files:
+        preflight.check_chat_template(rows, where, tokenizer, model, what)
+        preflight.check_characters(rows, where, tokenizer, model, what)
+        long = preflight.check_lengths(rows, where, tokenizer, max_positions, max_completion_length, model, what)
         warnings += [long] if long else []
-        if is_math:
+        if math:
             preflight.check_math_answers(rows, where, what)
-    if is_math:
-        cannot = preflight.math_reward_warning(tokenizer, ta.model)
-        warnings += [cannot] if cannot else []
-    if ta.model == "tiny":
-        model = tokenizer = None  # the warm start in execute builds them
-    return Prepared(plan, task, train_rows, eval_rows, reward_fn, resume, model, tokenizer, notes, warnings)
+    cannot = preflight.math_reward_warning(tokenizer, model) if math else None
+    return warnings + ([cannot] if cannot else [])
 
 
 def _resume_point(grpo: Any) -> str | None:
