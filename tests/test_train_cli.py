@@ -97,6 +97,15 @@ def test_train_end_to_end_then_eval_and_rerun_from_saved_config(
     result = json.loads((run / "eval.json").read_text())
     assert result["n"] == 4 and 0.0 <= result["avg@2"] <= 1.0
 
+    # killed during the final evaluation: resuming from the last checkpoint trains nothing more (HF's loop alone
+    # would run a step past max_steps) and gives the same evaluation
+    reference = (run / "eval.json").read_text()
+    (run / "eval.json").unlink()
+    assert train.main([*argv, "--resume_from_checkpoint", "last"]) == 0
+    assert [r["step"] for r in read_metrics(run)] == [1, 2] and not (run / "checkpoint-3").exists()
+    assert (run / "eval.json").read_text() == reference
+    capsys.readouterr()
+
     from stare_rl.commands import eval as eval_cmd
 
     out_json = tmp_path / "eval2.json"

@@ -405,7 +405,9 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
     hf_logging.disable_progress_bar()  # "Loading weights" / "Writing model shards" at every load and checkpoint
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
     layout = RunLayout(Path(grpo.output_dir))
-    _write_config(layout.config, {**plan.explicit, "output_dir": grpo.output_dir})
+    # resume_from_checkpoint is what this invocation did, not part of the run's configuration
+    saved = {k: v for k, v in plan.explicit.items() if k != "resume_from_checkpoint"}
+    _write_config(layout.config, {**saved, "output_dir": grpo.output_dir})
     model, tokenizer = prep.model, prep.tokenizer
     threads = torch.get_num_threads()
     torch.set_num_threads(ta.torch_threads or threads)
@@ -463,9 +465,13 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         before = _evaluate(prep, trainer.model, tokenizer, before_path, "held-out evaluation before training")
     elif before_path.is_file():  # resumed: the interrupted run measured the start
         before = json.loads(before_path.read_text())
-    print(f"training: method={plan.setup.method}, run dir {layout.root}", flush=True)
-    with _quiet_tied_weight_warning(trainer.model):
-        trainer.train(resume_from_checkpoint=prep.resume)
+    if _finished(prep.resume, grpo.max_steps):  # killed after its last step (e.g. in the final evaluation)
+        print(f"training: {prep.resume} is the last step; saving and evaluating it", flush=True)
+        trainer.model.load_state_dict(_load_model(prep.resume, grpo.model_init_kwargs)[0].state_dict())
+    else:
+        print(f"training: method={plan.setup.method}, run dir {layout.root}", flush=True)
+        with _quiet_tied_weight_warning(trainer.model):
+            trainer.train(resume_from_checkpoint=prep.resume)
     if watch.stopped:
         return watch.stopped
     trainer.save_model(str(layout.model))
@@ -479,6 +485,16 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
     for where in (layout.root, layout.model):  # replaces TRL's generic card ("fine-tuned version of [None]")
         (where / "README.md").write_text(card)
     return None
+
+
+def _finished(checkpoint: str | None, max_steps: int) -> bool:
+    """True when ``checkpoint`` holds the run's last step: HF's loop would train one step past ``max_steps``."""
+    from stare_rl.runlog import TRAINER_STATE_FILE
+
+    if checkpoint is None or max_steps < 1:
+        return False
+    state = json.loads((Path(checkpoint) / TRAINER_STATE_FILE).read_text())
+    return int(state.get("global_step", 0)) >= max_steps
 
 
 class _quiet_tied_weight_warning:  # noqa: N801 - used as a context manager
