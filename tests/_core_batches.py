@@ -17,7 +17,8 @@ def random_batch(
     token_adv: bool = False,
     dtype: torch.dtype = torch.float32,
 ) -> TokenBatch:
-    """A GRPO-like batch: ragged mask, per-row advantages broadcast over tokens, entropy in [0, 4].
+    """A GRPO-like batch: ragged mask, per-row advantages broadcast over tokens, entropy in [0, 4], and an
+    old-policy entropy (a separate draw in [0, 4], as after an update the two differ).
 
     ``log_prob`` is a leaf tensor with ``requires_grad=True``; ``token_adv`` draws a fresh advantage per token.
     """
@@ -32,12 +33,14 @@ def random_batch(
         adv = torch.randn(b, 1, generator=g, dtype=dtype).expand(b, t).clone()
     adv = adv * mask
     entropy = 4.0 * torch.rand(b, t, generator=g, dtype=dtype)
+    old_entropy = 4.0 * torch.rand(b, t, generator=g, dtype=dtype)
     return TokenBatch(
         log_prob=log_prob.requires_grad_(True),
         old_log_prob=old_log_prob,
         advantages=adv,
         mask=mask,
         entropy=entropy,
+        old_entropy=old_entropy,
     )
 
 
@@ -49,8 +52,12 @@ def with_(batch: TokenBatch, **changes: torch.Tensor | None) -> TokenBatch:
         "advantages": batch.advantages,
         "mask": batch.mask,
         "entropy": batch.entropy,
+        "old_entropy": batch.old_entropy,
     }
     fields.update(changes)
+    shape = fields["log_prob"].shape
+    if "old_entropy" not in changes and fields["old_entropy"] is not None and fields["old_entropy"].shape != shape:
+        fields["old_entropy"] = None  # rows cut from the other fields only: no old entropy for the cut batch
     fields["log_prob"] = fields["log_prob"].detach().clone().requires_grad_(True)
     return TokenBatch(**fields)
 

@@ -1,6 +1,7 @@
 """Global scope across ranks: 2 gloo processes on CPU, each holding part of the batch, get exactly the weights
 that one process computes on the whole batch (STARE thresholds, STEER max/min |Omega|, the 80/20 entropy
-threshold, KL-Cov means and threshold, the gate's token-mean entropy); per-rank (batch) scope does not."""
+threshold, KL-Cov means and threshold, the gate's token-mean entropy), also when each rank holds several
+micro-batches of the step batch; per-micro-batch (micro_batch / batch) scope does not."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def _whole() -> TokenBatch:
     shift[3:] = 1.0
     lp = b.log_prob.detach() * (1 + shift)  # (B, T)
     return TokenBatch(
-        lp, lp + (b.old_log_prob - b.log_prob.detach()), b.advantages, b.mask, b.entropy + 2 * shift
+        lp, lp + (b.old_log_prob - b.log_prob.detach()), b.advantages, b.mask, b.entropy + 2 * shift,
+        old_entropy=b.old_entropy + 2 * shift,
     )
 
 
@@ -52,6 +54,7 @@ def _rows(batch: TokenBatch, rows: slice) -> TokenBatch:
         cut(batch.advantages),
         cut(batch.mask),
         cut(batch.entropy),
+        old_entropy=cut(batch.old_entropy),
     )
 
 
@@ -70,6 +73,11 @@ def _worker(rank: int, init_file: str, out_dir: str) -> None:
         for method, cfg in _methods().items():
             results[method] = _summary(method, local, cfg, StepController(method, cfg).global_stats(local))
             results[method + "/batch_scope"] = _summary(method, local, cfg, {})
+            # global = the whole step batch: this rank's two micro-batches and the other rank's, in one statistic
+            micro = [_rows(local, slice(0, 1)), _rows(local, slice(1, None))]
+            step = StepController(method, cfg).global_stats(micro)
+            parts = [_summary(method, mb, cfg, step) for mb in micro]
+            results[method + "/micro_batches"] = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
         torch.save(results, Path(out_dir) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
@@ -91,6 +99,25 @@ def test_two_ranks_match_one_process_on_the_whole_batch(rank_results, method: st
     for key, ref in reference.items():
         got = torch.cat([rank_results[r][method][key] for r in range(WORLD)])
         assert torch.equal(got, ref), f"{method}: {key} differs between 2 ranks and 1 process"
+
+
+@pytest.mark.parametrize("method", list(_methods()))
+def test_global_scope_is_the_whole_step_batch_over_micro_batches_and_ranks(rank_results, method: str) -> None:
+    """2 ranks x 2 micro-batches each: StepController's global statistics of the step batch give every micro-batch
+    exactly the selection one process makes on the whole batch (what both engines now mean by `global`)."""
+    reference = _summary(method, _whole(), _methods()[method], {})
+    for key, ref in reference.items():
+        got = torch.cat([rank_results[r][method + "/micro_batches"][key] for r in range(WORLD)])
+        assert torch.equal(got, ref), f"{method}: {key} differs between 2 ranks x 2 micro-batches and 1 process"
+
+
+@pytest.mark.parametrize("method", list(_methods()))
+def test_micro_batch_scope_is_the_reference_per_batch_selection(method: str) -> None:
+    """`micro_batch` (alias `batch`) is accepted by every method with selections and computes no global statistic."""
+    for scope in ("micro_batch", "batch"):
+        cfg = make_config(method, selection_scope=scope)
+        assert not StepController(method, cfg).global_stats_enabled
+    assert StepController(method, make_config(method, selection_scope="global")).global_stats_enabled
 
 
 @pytest.mark.parametrize("method", list(_methods()))

@@ -96,3 +96,99 @@ def test_stare_eval_cli(tiny_dir, tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "--temperature" in capsys.readouterr().out
+
+
+def test_pass_at_k_equals_the_mean_over_all_k_subsets() -> None:
+    """Unbiased: pass@k is the chance that a uniformly drawn k-subset of the n samples holds a correct one."""
+    from itertools import combinations
+
+    correct = [True, False, False, True, False, False]  # n = 6, c = 2
+    for k in range(1, 7):
+        subsets = list(combinations(correct, k))
+        assert pass_at_k(6, 2, k) == pytest.approx(sum(any(s) for s in subsets) / len(subsets))
+
+
+def test_majority_vote_hand_cases() -> None:
+    from stare_rl.evaluation import majority_vote_accuracy as maj
+
+    answers, correct = ["1", "2", "2", "1"], [True, False, False, True]
+    assert maj(answers, correct, 4) == 1.0  # 2-2 tie: the answer seen first ("1") wins
+    assert maj(answers, correct, 2) == 0.5  # runs [1, 2] -> "1" right, [2, 1] -> "2" wrong
+    assert maj(answers, correct, 3) == 0.0  # one run [1, 2, 2] -> "2"; the 4th sample is unused
+    assert maj(answers, correct, 1) == 0.5  # maj@1 = mean correctness
+    assert maj([None, None, "3"], [False, False, True], 3) == 1.0  # samples without an answer do not vote
+    assert maj([None, None], [False, False], 2) == 0.0
+    with pytest.raises(ValueError, match="k=5"):
+        maj(answers, correct, 5)
+
+
+def test_score_rows_and_k_validation() -> None:
+    from stare_rl.evaluation import check_ks, score_rows
+
+    records = [{"rewards": [1.0, 0.0, 0.0, 0.0], "answers": ["a", "b", "b", "c"]},
+               {"rewards": [1.0, 1.0, 0.0, 1.0], "answers": ["x", "x", "y", "x"]}]
+    out = score_rows(records, 4, (1, 4), (4,))
+    assert out == pytest.approx({"avg@4": (0.25 + 0.75) / 2, "pass@1": (0.25 + 0.75) / 2, "pass@4": 1.0,
+                                 "maj@4": 0.5})  # prompt 1 votes "b" (wrong), prompt 2 votes "x" (right)
+    with pytest.raises(ValueError, match=r"pass_ks=\[0, 2\].*\[1, 4\]"):
+        check_ks("pass_ks", [0, 2], 4)
+
+
+def test_packaged_protocols_are_the_papers() -> None:
+    from stare_rl.eval_protocol import load_protocol, packaged_protocols
+
+    assert {"stare", "steer"} <= set(packaged_protocols())
+    for name in ("stare", "steer"):
+        p = load_protocol(name)
+        assert (p.temperature, p.top_p, p.max_new_tokens) == (1.0, 0.7, 3072)
+        samples = {d.name: d.samples for d in p.datasets}
+        assert {samples[s] for s in ("aime24", "aime25", "amc23")} == {32}  # avg@32
+        assert {samples[s] for s in ("math500", "minerva", "olympiadbench")} == {4}  # avg@4
+        assert all(32 in d.pass_k for d in p.datasets if d.samples == 32)  # pass@32
+
+
+def test_protocol_validation_names_the_field(tmp_path) -> None:
+    from stare_rl.eval_protocol import load_protocol
+
+    bad = tmp_path / "p.yaml"
+    bad.write_text("datasets:\n  - {name: a, file: a.jsonl, samples: 4, pass_k: [8]}\n")
+    with pytest.raises(ValueError, match=r"dataset 'a': pass_k=\[8\].*samples=4"):
+        load_protocol(bad)
+    bad.write_text("top_p: 0\ndatasets:\n  - {name: a, file: a.jsonl, samples: 4}\n")
+    with pytest.raises(ValueError, match="top_p=0"):
+        load_protocol(bad)
+    with pytest.raises(ValueError, match="neither a file nor one of"):
+        load_protocol("no_such_protocol")
+
+
+def test_stare_eval_protocol_and_per_source_tables(tiny_dir, tmp_path, capsys) -> None:
+    from stare_rl.commands.eval import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, n in (("a", 3), ("b", 2)):
+        (data / f"{name}.jsonl").write_text("\n".join(
+            json.dumps({"prompt": f"{i}+{i}=", "answer": str(2 * i), "data_source": name}) for i in range(n)))
+    proto = tmp_path / "proto.yaml"
+    proto.write_text("name: tiny\ntemperature: 1.0\ntop_p: 0.7\nmax_new_tokens: 3\ndatasets:\n"
+                     "  - {name: a, file: a.jsonl, samples: 4, pass_k: [1, 4], maj_k: [2]}\n"
+                     "  - {name: b, file: b.jsonl, samples: 2}\n")
+    out = tmp_path / "p.json"
+    assert main(["--model", str(tiny_dir), "--protocol", str(proto), "--data-dir", str(data), "--out", str(out),
+                 "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "protocol: tiny" in printed and "maj@2" in printed and "avg@4" in printed
+    result = json.loads(out.read_text())
+    a, b = result["by_source"]["a"], result["by_source"]["b"]
+    assert (a["n"], a["k"], b["n"], b["k"]) == (3, 4, 2, 2)
+    assert {"avg@4", "pass@1", "pass@4", "maj@2"} <= set(a) and {"avg@2", "pass@2"} <= set(b)
+    assert result["average"] == pytest.approx((a["avg@4"] + b["avg@2"]) / 2)
+    # a plain dataset with data_source column: one row per source under the overall numbers
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text((data / "a.jsonl").read_text() + "\n" + (data / "b.jsonl").read_text())
+    assert main(["--model", str(tiny_dir), "--dataset", str(mixed), "--k", "2", "--pass-k", "1", "2",
+                 "--maj-k", "2", "--max-new-tokens", "3", "--no-progress", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["by_source"]) == {"a", "b"} and result["by_source"]["a"]["n"] == 3
+    assert main(["--model", str(tiny_dir), "--protocol", str(proto)]) == 2  # relative files need --data-dir
+    assert "--data-dir" in capsys.readouterr().err

@@ -84,6 +84,8 @@ def _run(case: dict[str, Any]) -> tuple[LossOutput, torch.Tensor, torch.Tensor, 
         advantages=_f32(inp["advantages"]),
         mask=_f32(inp["response_mask"]),
         entropy=_f32(inp["entropy"]) if "entropy" in inp else None,
+        # the reference's `entropys` come from its old log-prob pass: STEER reads them as the old entropy
+        old_entropy=_f32(inp["entropy"]) if "entropy" in inp else None,
     )
     surrogate = SurrogateConfig(
         clip_ratio_low=p.get("clip_ratio_low", 0.2),

@@ -27,7 +27,8 @@ def _hand_batch(scale: float = 1.0) -> TokenBatch:
         lp.clone(),
         scale * torch.tensor([ADV]),
         torch.ones(1, 4),
-        torch.tensor([H]),
+        entropy=torch.tensor([H]) + 5.0,  # the current policy's entropy: STEER must not read it
+        old_entropy=torch.tensor([H]),
     )
 
 
@@ -78,7 +79,7 @@ def test_linear_degenerate_equal_omegas_get_the_midpoint() -> None:
         torch.full((2, 3), -1.0),
         torch.ones(2, 3),
         torch.ones(2, 3),
-        torch.ones(2, 3),
+        old_entropy=torch.ones(2, 3),
     )
     out = compute_loss(
         "steer", batch, SteerConfig(mapping="linear", token_weight_min=0.7, token_weight_max=1.1)
@@ -87,9 +88,42 @@ def test_linear_degenerate_equal_omegas_get_the_midpoint() -> None:
 
 
 def test_missing_entropy_is_a_clear_error() -> None:
-    batch = with_(random_batch(0), entropy=None)
-    with pytest.raises(ValueError, match="entropy"):
+    batch = with_(random_batch(0), old_entropy=None)
+    with pytest.raises(ValueError, match="old_entropy"):
         compute_loss("steer", batch)
+    compute_loss("steer", with_(random_batch(0), entropy=None))  # the current policy's entropy is not needed
+
+
+def _reference_token_weights(lp: list[float], old_lp: list[float], adv: list[float], entropys: list[float],
+                             w_min: float, w_max: float, linear: bool) -> list[float]:
+    """STEER reference (zz-haooo/STEER@b31df71 core_algos.compute_token_weights), re-derived by hand for one
+    all-valid row: x = clamp(pi, 1e-8, 1 - 1e-8), metric = |A / clamp(pi_old, 1e-8, 1) * x (1 - x) (ln x + H)|,
+    H = `entropys`, which its actor takes from the old log-prob pass (data["entropys"])."""
+    metric = []
+    for lp_i, old_i, a, h in zip(lp, old_lp, adv, entropys, strict=True):
+        x = min(max(math.exp(lp_i), 1e-8), 1 - 1e-8)
+        metric.append(abs(a / min(max(math.exp(old_i), 1e-8), 1.0) * x * (1 - x) * (math.log(x) + h)))
+    lo, hi = min(metric), max(metric)
+    if linear:
+        return [min(w_max, max(w_min, w_max - (m - lo) * (w_max - w_min) / (hi - lo))) for m in metric]
+    k = -math.log(w_min) / max(hi, 0.02)
+    return [min(1.0, max(w_min, math.exp(-k * m))) for m in metric]
+
+
+@pytest.mark.parametrize("mapping", ["exp", "linear"])
+def test_old_entropy_path_equals_the_reference_after_an_update(mapping: str) -> None:
+    """A hand-made off-policy batch (pi != pi_old) whose current entropy differs from the old one: STEER's
+    weights are the reference's computed with the old entropy, and differ from those of the current one."""
+    lp, old_lp = [-0.1, -0.7, -1.6, -0.4, -2.3], [-0.2, -0.5, -1.9, -0.3, -2.0]
+    adv, h_old, h_now = [1.0, -1.0, 0.5, 2.0, -0.5], [0.3, 1.0, 2.0, 0.1, 1.5], [0.9, 0.2, 1.1, 0.6, 0.4]
+    w_max = 1.0 if mapping == "exp" else 1.2
+    batch = TokenBatch(torch.tensor([lp], requires_grad=True), torch.tensor([old_lp]), torch.tensor([adv]),
+                       torch.ones(1, 5), entropy=torch.tensor([h_now]), old_entropy=torch.tensor([h_old]))
+    out = compute_loss("steer", batch, SteerConfig(mapping=mapping, token_weight_min=0.8, token_weight_max=w_max))
+    want = _reference_token_weights(lp, old_lp, adv, h_old, 0.8, w_max, linear=mapping == "linear")
+    assert out.token_weights[0].tolist() == pytest.approx(want, rel=1e-5)
+    current = _reference_token_weights(lp, old_lp, adv, h_now, 0.8, w_max, linear=mapping == "linear")
+    assert max(abs(a - b) for a, b in zip(want, current, strict=True)) > 0.01  # the two entropies disagree
 
 
 batch_args = st.tuples(
@@ -209,7 +243,7 @@ def test_defaults_are_the_paper_values() -> None:
 
 
 def _split_rows(batch: TokenBatch, parts: int) -> list[TokenBatch]:
-    fields = ("log_prob", "old_log_prob", "advantages", "mask", "entropy")
+    fields = ("log_prob", "old_log_prob", "advantages", "mask", "entropy", "old_entropy")
     chunks = [torch.chunk(getattr(batch, f).detach(), parts) for f in fields]
     return [TokenBatch(lp.clone().requires_grad_(True), *rest) for lp, *rest in zip(*chunks, strict=True)]
 

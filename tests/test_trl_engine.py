@@ -21,6 +21,7 @@ from stare_rl.engines.trl import TRL_HOOKS, TRL_VERSION, StareGRPOConfig, StareG
 from stare_rl.registry import get_method  # noqa: E402
 from stare_rl.surrogate import SurrogateConfig  # noqa: E402
 from stare_rl.train_config import MethodArgs  # noqa: E402
+from stare_rl.types import TokenBatch  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -174,7 +175,7 @@ def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path, 
 
     def entropy(policy: Any, batch: dict[str, Any]) -> float:
         with torch.no_grad():
-            _, ent = trainer._forward(policy, batch, compute_entropy=True)  # (B, T)
+            _, ent, _ = trainer._forward(policy, batch, compute_entropy=True)  # (B, T)
         mask = _loss_mask(batch)
         return float((ent * mask).sum() / mask.sum())
 
@@ -194,7 +195,8 @@ def test_global_scope_thresholds_reach_the_loss(tmp_path: Path, accumulation: in
 
 def test_dynamic_sampling_drops_constant_groups(tmp_path: Path) -> None:
     """Every group agrees -> every row dropped: zero loss, no update, nothing NaN."""
-    trainer = make_trainer(tmp_path, "vanilla", method_args={"dynamic_sampling": True}, reward=constant_reward)
+    trainer = make_trainer(tmp_path, "vanilla", method_args={"dynamic_sampling": True, "dynamic_sampling_mode": "mask"},
+                           reward=constant_reward)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     for rec in step_logs(trainer):
@@ -202,9 +204,67 @@ def test_dynamic_sampling_drops_constant_groups(tmp_path: Path) -> None:
         assert rec["loss"] == 0.0 and rec["actor/grad_norm"] == 0.0
     assert all(torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
 
-    trainer = make_trainer(tmp_path / "b", "vanilla", method_args={"dynamic_sampling": True})
+    trainer = make_trainer(tmp_path / "b", "vanilla", method_args={"dynamic_sampling": True,
+                                                                   "dynamic_sampling_mode": "mask"})
     trainer.train()
     assert all(r["stare/dynamic_sampling_kept"] > 0.5 for r in step_logs(trainer))
+
+
+def half_constant_reward(prompts: list, completions: list, **kwargs: Any) -> list[float]:
+    """Constant 0 for prompts whose text starts with an even digit (no spread), the digit fraction otherwise."""
+    out = []
+    for p, c in zip(prompts, completions, strict=True):
+        text = p if isinstance(p, str) else p[-1]["content"]
+        out.append(0.0 if int(text[0]) % 2 == 0 else digit_reward([p], [c])[0])
+    return out
+
+
+def record_batches(trainer: StareGRPOTrainer) -> tuple[list[int], list[int]]:
+    """Rows of every loss micro-batch, and the reward calls (= generation rounds) per generation batch."""
+    sizes: list[int] = []
+    rounds: list[int] = []
+    compute, rewards, generate = trainer._compute_loss, trainer._calculate_rewards, trainer._generate_and_score_completions
+
+    def counted_rewards(*a: Any) -> Any:
+        rounds[-1] += 1
+        return rewards(*a)
+
+    def counted_generate(inputs: Any) -> Any:
+        rounds.append(0)
+        return generate(inputs)
+
+    trainer._compute_loss = lambda model, inputs: (sizes.append(inputs["completion_ids"].shape[0]), compute(model, inputs))[1]
+    trainer._calculate_rewards = counted_rewards
+    trainer._generate_and_score_completions = counted_generate
+    return sizes, rounds
+
+
+def test_refill_keeps_the_batch_full_of_informative_groups(tmp_path: Path) -> None:
+    """DAPO refill: more rounds until every group in the batch has reward spread; the batch size never changes."""
+    trainer = make_trainer(tmp_path, "vanilla", method_args={"dynamic_sampling": True}, reward=half_constant_reward,
+                           max_steps=3)
+    sizes, rounds = record_batches(trainer)
+    trainer.train()
+    assert sizes == [16] * 3  # per_device_train_batch_size rows in every update
+    logs = step_logs(trainer)
+    for rec, n_rounds in zip(logs, rounds, strict=True):
+        assert rec["stare/dynamic_sampling_kept"] == 1.0 and rec["stare/dynamic_sampling/short_groups"] == 0.0
+        assert rec["stare/dynamic_sampling/gen_rounds"] == n_rounds >= 1
+    assert max(rounds) >= 2  # about half the prompts give constant groups: the first round alone is short
+
+
+def test_refill_stops_at_max_num_gen_batches(tmp_path: Path) -> None:
+    """No group ever has spread: exactly max_num_gen_batches rounds, the batch filled with masked groups."""
+    trainer = make_trainer(tmp_path, "vanilla", method_args={"dynamic_sampling": True, "max_num_gen_batches": 3},
+                           reward=constant_reward)
+    sizes, rounds = record_batches(trainer)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    assert rounds == [3, 3] and sizes == [16, 16]
+    for rec in step_logs(trainer):
+        assert rec["stare/dynamic_sampling/gen_rounds"] == 3.0 and rec["stare/dynamic_sampling/short_groups"] == 4.0
+        assert rec["stare/dynamic_sampling_kept"] == 0.0 and rec["loss"] == 0.0
+    assert all(torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
 
 
 def test_superseded_trl_loss_fields_are_rejected(tmp_path: Path) -> None:
@@ -246,3 +306,83 @@ def test_training_goes_on_when_the_reward_function_raises(tmp_path: Path) -> Non
     logs = step_logs(trainer)
     assert [r["step"] for r in logs] == [1, 2]
     assert all(r["reward/errors"] == 16.0 and r["critic/score/mean"] == 0.0 for r in logs)
+
+
+def test_steer_gets_the_old_policys_entropy_from_trls_old_logprob_pass(tmp_path: Path, monkeypatch) -> None:
+    """STEER's H is the old policy's entropy (reference: `entropys` of the log-prob pass). With two updates per
+    generation TRL runs an old log-prob pass; its entropy reaches the loss as old_entropy: equal to the current
+    entropy on the first micro-batch (no update yet), different on the second (after one update)."""
+    import stare_rl.engines.trl as T
+
+    seen: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    real = T.compute_loss
+
+    def recording(name: str, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append((batch.entropy.detach().clone(), batch.old_entropy.clone(), batch.mask.clone()))
+        return real(name, batch, *args, **kwargs)
+
+    monkeypatch.setattr(T, "compute_loss", recording)
+    trainer = make_trainer(tmp_path, "steer", per_device_train_batch_size=8, steps_per_generation=2, max_steps=2)
+    assert trainer._computes_old_logps()
+    trainer.train()
+    assert len(seen) == 2  # one generation batch, two optimizer steps on it (one micro-batch each)
+    for i, (now, old, mask) in enumerate(seen):
+        valid = mask.bool()
+        if i % 2 == 0:  # first micro-batch of a generation: the policy that generated, up to float noise
+            torch.testing.assert_close(old[valid], now[valid], atol=1e-4, rtol=1e-4)
+        else:  # one optimizer step later (lr 1e-3): the current entropy has moved, the old one has not
+            assert float((old[valid] - now[valid]).abs().max()) > 1e-3
+
+
+def test_is_ratio_weights_the_policy_term_not_the_entropy_bonus() -> None:
+    """vLLM's sampler/trainer importance ratio multiplies the policy term only (TRL); the bonus is added after."""
+    from stare_rl import LossContext, compute_loss
+    from stare_rl.engines.trl import with_is_ratio_and_bonus
+    from stare_rl.entropy_bonus import EntropyBonusConfig, entropy_bonus
+
+    g = torch.Generator().manual_seed(0)
+    lp = -torch.rand(3, 4, generator=g) - 0.1
+    mask = torch.ones(3, 4)
+    mask[2, 2:] = 0
+    batch = TokenBatch(lp.requires_grad_(), lp.detach() + 0.05, torch.randn(3, 1, generator=g).expand(3, 4) * mask,
+                       mask, entropy=torch.rand(3, 4, generator=g).requires_grad_())
+    out = compute_loss("vanilla", batch)
+    ratio = 0.5 + torch.rand(3, 4, generator=g)
+    got, policy = with_is_ratio_and_bonus(out, batch, ratio, EntropyBonusConfig(coef=0.1), LossContext())
+    bonus = entropy_bonus(batch.entropy, batch.mask, 0.1)
+    torch.testing.assert_close(policy, out.token_loss * ratio)
+    torch.testing.assert_close(got.token_loss, out.token_loss * ratio + bonus)
+    assert not torch.allclose(got.token_loss, (out.token_loss + bonus) * ratio)  # the old, wrong composition
+    same, _ = with_is_ratio_and_bonus(out, batch, None, None, LossContext())  # no vLLM, no bonus: unchanged
+    assert same.token_loss is out.token_loss
+
+
+def test_moe_router_aux_loss_is_added_as_trl_does(tmp_path: Path) -> None:
+    """A Mixture-of-Experts model: the loss carries router_aux_loss_coef x the load-balancing loss (TRL's rule)."""
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    _, tok, ds = tiny_parts()
+
+    def moe_trainer(out: Path, coef: float) -> StareGRPOTrainer:
+        torch.manual_seed(0)
+        cfg = MixtralConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=32, num_hidden_layers=1,
+                            num_attention_heads=2, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                            max_position_embeddings=64, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                            bos_token_id=tok.bos_token_id, router_aux_loss_coef=0.02)
+        model = MixtralForCausalLM(cfg)
+        setup = MethodArgs(method="vanilla").loss_setup(get_method("vanilla").config_cls(), SurrogateConfig())
+        args = StareGRPOConfig(output_dir=str(out), per_device_train_batch_size=16, num_generations=4,
+                               max_completion_length=5, learning_rate=1e-3, max_steps=1, save_strategy="no",
+                               use_cpu=True, seed=0, disable_tqdm=True, report_to="none", router_aux_loss_coef=coef)
+        return StareGRPOTrainer(model=model, reward_funcs=digit_reward, args=args, train_dataset=ds,
+                                processing_class=tok, setup=setup)
+
+    with_aux, without = moe_trainer(tmp_path / "a", 0.5), moe_trainer(tmp_path / "b", 0.0)
+    assert with_aux.aux_loss_enabled and not without.aux_loss_enabled
+    with_aux.train()
+    without.train()
+    (a,), (b,) = step_logs(with_aux), step_logs(without)
+    assert a["aux_loss"] > 0 and "aux_loss" not in b
+    # the optimised loss = the policy term (actor/pg_loss) + coef x aux; without the coefficient, the policy term
+    assert a["loss"] == pytest.approx(a["actor/pg_loss"] + 0.5 * a["aux_loss"], rel=1e-5, abs=1e-6)
+    assert b["loss"] == pytest.approx(b["actor/pg_loss"], rel=1e-5, abs=1e-7)

@@ -195,16 +195,20 @@ def run_step(trainer: vm.StareRLTrainer, mem: MemoryTQ, data: dict[str, Any]) ->
     return metrics, batch
 
 
-def core_loss(data: dict[str, Any], cfg: Any, **ctx: Any) -> torch.Tensor:
+def padded_step(data: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(old log-probs, advantages, mask, entropy) of a step, ``(B, T)`` each, padded."""
     keys, width = data["keys"], max(max(LENGTHS), 2)
 
     def pad(d: dict[str, torch.Tensor]) -> torch.Tensor:
         return torch.stack([torch.nn.functional.pad(d[k], (0, width - d[k].numel())) for k in keys])
 
     mask = pad({k: data["rows"][k]["response_mask"] for k in keys}) > 0
-    old = pad(data["log_prob"])
-    batch = TokenBatch(old + 0.1, old, pad({k: data["rows"][k]["advantages"] for k in keys}), mask,
-                       entropy=pad(data["entropy"]))
+    return pad(data["log_prob"]), pad({k: data["rows"][k]["advantages"] for k in keys}), mask, pad(data["entropy"])
+
+
+def core_loss(data: dict[str, Any], cfg: Any, **ctx: Any) -> torch.Tensor:
+    old, adv, mask, ent = padded_step(data)
+    batch = TokenBatch(old + 0.1, old, adv, mask, entropy=ent)
     actor = vm.exact_loss_fn(cfg).keywords["config"]
     out = compute_loss("stare", batch, V.method_config("stare", actor.policy_loss),
                        V.surrogate_config(actor, actor.loss_agg_mode), LossContext(stats=ctx))
@@ -298,15 +302,23 @@ def test_one_step_gate_schedule_and_loss_through_verl_hooks(tmp_path: Path, monk
     sent = batch.extra_info[V.STATE_KEY]  # the driver StepController's state_dict
     assert sent == trainer.stare_rl.state_dict() and sent["gate"]["gate_on"] is True
     assert (sent["schedule"]["reweight_w"], sent["schedule"]["reweight_m"]) == pytest.approx((1.11, 0.89))
-    torch.testing.assert_close(wg.losses[-1], core_loss(low, cfg, gate_on=True, reweight_w=1.11, reweight_m=0.89))
+    # selection_scope='global': the surprisal thresholds of the whole step batch, computed once by the driver
+    # before the update (log_prob = old_log_prob), as TRL's StepController.begin_step does
+    stats = batch.extra_info[V.STATS_KEY]
+    old, adv, mask, _ = padded_step(low)
+    assert stats == trainer.stare_rl.global_stats(TokenBatch(old, old, adv, mask.float()))
+    assert set(stats) >= {"surprisal_threshold_pos"}
+    torch.testing.assert_close(wg.losses[-1], core_loss(low, cfg, gate_on=True, reweight_w=1.11, reweight_m=0.89,
+                                                        **stats))
 
     high = step_data(seed=2, entropy_scale=3.0)  # ~1.5 > 0.3: gate off, W/M relax
     metrics, batch = run_step(trainer, mem, high)
     assert metrics["stare_rl/gate_on"] == 0.0
     assert batch.extra_info[V.STATE_KEY]["schedule"]["reweight_w"] == pytest.approx(1.10)
-    off = core_loss(high, cfg, gate_on=False, reweight_w=1.10, reweight_m=0.90)
+    stats = batch.extra_info[V.STATS_KEY]
+    off = core_loss(high, cfg, gate_on=False, reweight_w=1.10, reweight_m=0.90, **stats)
     torch.testing.assert_close(wg.losses[-1], off)
-    assert not torch.allclose(off, core_loss(high, cfg, gate_on=True, reweight_w=1.10, reweight_m=0.90))
+    assert not torch.allclose(off, core_loss(high, cfg, gate_on=True, reweight_w=1.10, reweight_m=0.90, **stats))
 
 
 def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(
@@ -361,8 +373,12 @@ def test_failed_state_write_keeps_the_previous_file(tmp_path: Path) -> None:
 def test_config_errors_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"rollout_correction\.bypass_mode=True"):
         vm.StareRLTrainer(stare_config(tmp_path, **{"algorithm.rollout_correction.bypass_mode": True}))
-    with pytest.raises(ValueError, match=r"actor\.calculate_entropy=False: loss_mode='steer'"):
-        vm.check_config(load("steer_qwen25_math_1p5b", ["actor_rollout_ref.actor.calculate_entropy=false"]))
+    with pytest.raises(ValueError, match=r"actor\.calculate_entropy=False: loss_mode='high_entropy'"):
+        vm.check_config(load("steer_qwen25_math_1p5b", ["actor_rollout_ref.actor.policy_loss.loss_mode=high_entropy",
+                                                        "actor_rollout_ref.actor.calculate_entropy=false"]))
+    vm.check_config(load("steer_qwen25_math_1p5b"))  # STEER: the old entropy verl stores, no entropy in the update
+    with pytest.raises(ValueError, match=r"bypass_mode=True: loss_mode='steer' needs the recomputed"):
+        vm.check_config(load("steer_qwen25_math_1p5b", ["algorithm.rollout_correction.bypass_mode=true"]))
 
 
 # ----------------------------------------------------------------------------- the command line

@@ -20,7 +20,7 @@ from verl.trainer.ppo.core_algos import get_policy_loss_fn  # noqa: E402
 from verl.workers.config import FSDPActorConfig, PolicyLossConfig  # noqa: E402
 
 from stare_rl import aggregate, compute_loss, list_methods  # noqa: E402
-from stare_rl.control import StareGate, StareWeightSchedule  # noqa: E402
+from stare_rl.control import GATE, StareGate, StareWeightSchedule  # noqa: E402
 from stare_rl.engines import verl as V  # noqa: E402
 from stare_rl.types import LossContext, TokenBatch  # noqa: E402
 
@@ -44,8 +44,9 @@ def make_batch(seed: int = 0, b: int = 6, t: int = 9) -> dict[str, torch.Tensor]
     mask[1, 5:] = False
     mask[3, 2:] = False
     ent = torch.rand(b, t, generator=g) * 2
+    old_ent = torch.rand(b, t, generator=g) * 2  # the old policy's entropy (what verl's log-prob pass stores)
     return {"old_log_prob": old, "log_prob": lp.requires_grad_(), "advantages": adv * mask, "response_mask": mask,
-            "entropy": ent}
+            "entropy": ent, "old_entropy": old_ent}
 
 
 def call(name: str, data: dict[str, torch.Tensor], cfg: FSDPActorConfig, mode: str = "token-mean",
@@ -84,13 +85,13 @@ def test_registered_loss_equals_core(name: str) -> None:
     data = make_batch(seed=1)
     pl = V.StareRLPolicyLossConfig(**{f"{m}_selection_scope": "batch" for m in ("stare", "steer", "kl_cov")})
     cfg = actor_config(pl)
-    state = V.StepState(controllers=driver_state(True), entropy=data["entropy"])
+    state = V.StepState(controllers=driver_state(True), entropy=data["entropy"], old_entropy=data["old_entropy"])
     torch.manual_seed(0)
     with V.step_state(state):
         loss, metrics = call(f"stare_rl.{name}", data, cfg)
     mcfg = V.method_config(name, pl)
     batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"],
-                       entropy=data["entropy"])
+                       entropy=data["entropy"], old_entropy=data["old_entropy"])
     torch.manual_seed(0)
     out = compute_loss(name, batch, mcfg, V.surrogate_config(cfg, "token-mean"), LossContext(stats={"gate_on": True}))
     ref = aggregate(out.token_loss, batch.mask, "token-mean")
@@ -130,7 +131,8 @@ def test_parity_vectors_through_verl(path: Path, scope: str) -> None:
     log_prob = f32["log_prob"].clone().requires_grad_()
     data = {"old_log_prob": f32["old_log_prob"], "log_prob": log_prob, "advantages": f32["advantages"],
             "response_mask": mask}
-    with V.step_state(V.StepState(controllers=driver_state(p.get("gate_on")), entropy=f32.get("entropy"))):
+    with V.step_state(V.StepState(controllers=driver_state(p.get("gate_on")), entropy=f32.get("entropy"),
+                                  old_entropy=f32.get("entropy"))):  # the reference's `entropys`: the old pass
         loss, _ = call(f"stare_rl.{method}", data, cfg, mode=p.get("loss_agg_mode", "token-mean"))
     (grad,) = torch.autograd.grad(loss, log_prob)
     ref = torch.tensor(o["pg_loss"])
@@ -191,7 +193,9 @@ def test_exact_gate_required_and_entropy_error_are_clear() -> None:
     with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):
         call("stare", data, actor_config(V.StareRLPolicyLossConfig(stare_gate="exact")))
     with pytest.raises(ValueError, match="calculate_entropy=True"):
-        call("steer", data, actor_config())
+        call("high_entropy", data, actor_config())
+    with pytest.raises(ValueError, match=r"old_entropy.*stores.*stare_rl\.engines\.verl_main"):
+        call("steer", data, actor_config())  # plugin-only: verl hands a policy loss no old entropy
 
 
 def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
@@ -207,6 +211,7 @@ def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
     prompt_len = 2
     td = TensorDict({"response_mask": nested(data["response_mask"].long()), "old_log_probs": nested(data["old_log_prob"]),
                      "advantages": nested(data["advantages"]), "responses": nested(data["response_mask"].long()),
+                     "entropy": nested(data["old_entropy"]),  # stored by verl's _compute_old_log_prob
                      "prompts": torch.nested.as_nested_tensor([torch.ones(prompt_len, dtype=torch.long)] * 4,
                                                              layout=torch.jagged)},
                     batch_size=[4])
@@ -222,7 +227,7 @@ def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
     out = {"log_probs": model_layout(log_prob), "entropy": model_layout(data["entropy"])}
     loss, metrics = V.exact_ppo_loss(cfg, out, td)
     batch = TokenBatch(log_prob, data["old_log_prob"], data["advantages"], data["response_mask"],
-                       entropy=data["entropy"])
+                       entropy=data["entropy"], old_entropy=data["old_entropy"])  # STEER reads the old one
     steer = compute_loss("steer", batch, V.method_config("steer", cfg.policy_loss), V.surrogate_config(cfg, "token-mean"))
     entropy_term = aggregate(data["entropy"], batch.mask, "token-mean") * cfg.entropy_coeff
     torch.testing.assert_close(loss, aggregate(steer.token_loss, batch.mask, "token-mean") - entropy_term)
@@ -266,3 +271,45 @@ def test_stare_sensitivity_takes_the_step_gate(gate_on: bool) -> None:
     plain = compute_loss("vanilla", batch, None, V.surrogate_config(cfg, "token-mean"))
     differs = not torch.allclose(loss, aggregate(plain.token_loss, batch.mask, "token-mean"))
     assert differs == gate_on
+
+
+def test_plugin_only_refuses_methods_whose_controllers_need_the_driver() -> None:
+    """Through verl.trainer.main_ppo (no per-step state) a method owning a controller other than the STARE gate
+    (EntroPIC's PI, STARE's W/M control) must refuse with a pointer to the exact entry point instead of silently
+    running with a fresh controller (alpha 0 = vanilla)."""
+    from stare_rl.registry import get_method
+
+    b = make_batch()
+    owning = []
+    for name in list_methods():
+        spec = get_method(name)
+        if set(spec.make_controllers(spec.config_cls())) - {GATE}:
+            owning.append(name)
+            with V.step_state(V.StepState(entropy=b["entropy"])):  # the actor's entropy, no driver state
+                with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):
+                    call(f"{V.NAME_PREFIX}{name}", b, actor_config())
+    assert "entropic" in owning
+
+
+@pytest.mark.parametrize("name", ["stare", "steer", "kl_cov", "high_entropy"])
+def test_driver_step_stats_make_every_micro_batch_select_as_the_whole_step_batch(name: str) -> None:
+    """selection_scope='global' under the entry point: the driver's statistics of the whole step batch (sent as
+    StepState.step_stats) replace the per-micro-batch gather, so two micro-batches select as one batch does."""
+    from stare_rl.step_control import StepController
+
+    d = make_batch(seed=7)
+    fields = (d["old_log_prob"], d["old_log_prob"], d["advantages"], d["response_mask"].float())
+    whole = TokenBatch(*fields, entropy=d["entropy"], old_entropy=d["old_entropy"])  # before the update
+    pl = V.StareRLPolicyLossConfig()  # verl's default scope: global
+    cfg = V.method_config(name, pl)
+    stats = StepController(name, cfg).global_stats(whole)
+    gate = {"gate_on": True} if name == "stare" else {}
+    ref = compute_loss(name, whole, cfg, context=LossContext(stats={**gate, **stats}))
+    parts = []
+    for rows in (slice(0, 2), slice(2, None)):
+        mb = TokenBatch(*(t[rows] for t in fields), entropy=d["entropy"][rows], old_entropy=d["old_entropy"][rows])
+        state = V.StepState(controllers=driver_state(True) if name == "stare" else {}, step_stats=stats)
+        ctx = V.loss_context(name, mb, cfg, pl, state)  # no process group: the gather must not be needed
+        assert {k: ctx.get(k) for k in stats} == stats
+        parts.append(compute_loss(name, mb, cfg, context=ctx).token_weights)
+    assert torch.equal(torch.cat(parts), ref.token_weights)

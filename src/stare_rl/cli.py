@@ -1,4 +1,4 @@
-"""``stare`` command line: ``stare {train,eval,probe,report,compare} ...``.
+"""``stare`` command line: ``stare {train,eval,probe,report,compare,check-verl} ...``.
 
 Each subcommand lives in :mod:`stare_rl.commands.<name>` and exposes ``main(argv) -> int``; they are imported
 lazily so that ``stare --help`` does not import TRL or verl.
@@ -15,12 +15,13 @@ COMMANDS = {
     "probe": "Measure how well the entropy-change estimators predict a real optimiser step.",
     "report": "Render plots and an HTML page from run directories.",
     "compare": "Run a grid of methods x seeds with identical budgets and report them side by side.",
+    "check-verl": "Check that verl loads the stare-rl plugin: versions, entry point, registered names.",
 }
 
 
 def _usage() -> str:
     lines = ["usage: stare <command> [options]", "", "commands:"]
-    lines += [f"  {name:<9} {help_}" for name, help_ in COMMANDS.items()]
+    lines += [f"  {name:<10} {help_}" for name, help_ in COMMANDS.items()]
     lines += ["", "Run `stare <command> --help` for the options of a command."]
     return "\n".join(lines)
 
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"stare: unknown command {cmd!r}; choose one of {list(COMMANDS)}", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"stare_rl.commands.{cmd}")
+    module = importlib.import_module(f"stare_rl.commands.{cmd.replace('-', '_')}")
     return int(module.main(rest) or 0)
 
 

@@ -2,8 +2,14 @@
 
 Metrics (all in ``[0, 1]`` unless said otherwise):
 
-- ``avg@k``: mean reward over ``k`` sampled completions per prompt, averaged over prompts.
-- ``pass@k``: unbiased estimator ``1 - C(n-c, k) / C(n, k)`` with ``n = k`` samples (so: any sample correct).
+- ``avg@n``: mean reward over the ``n`` sampled completions per prompt (``k`` argument), averaged over prompts.
+- ``pass@j`` for each requested ``j <= n``: the unbiased estimator ``1 - C(n-c, j) / C(n, j)`` of Chen et al.
+  (2021) from the ``n`` samples of which ``c`` are correct (reward >= 1); ``pass@n`` = any sample correct.
+- ``maj@j`` for each requested ``j <= n``: majority-vote accuracy. The ``n`` samples are cut into
+  ``n // j`` disjoint runs of ``j`` consecutive samples; in each run the most frequent extracted answer wins
+  (ties: the one seen first; samples without an answer do not vote) and the run scores 1 when a sample with
+  that answer is correct. ``maj@j`` is the mean over runs and prompts. Answers are compared as strings after
+  whitespace is removed, so ``1/2`` and ``\\frac{1}{2}`` are different votes.
 - ``greedy_acc``: reward of the greedy completion (pass@1 greedy).
 - ``mean_response_length``: sampled completion length in tokens (end-of-sequence token included).
 - ``entropy``: mean full-vocabulary entropy (nats) of the sampling distribution (logits / temperature) over
@@ -29,6 +35,7 @@ logger = logging.getLogger(__name__)
 REFLECTION_WORDS: tuple[str, ...] = ("wait", "verify", "check", "recheck", "however", "alternatively")
 
 RewardFn = Callable[[str, str], float]
+AnswerFn = Callable[[str], "str | None"]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -38,6 +45,60 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def majority_vote_accuracy(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> float:
+    """maj@k of one prompt: mean over the ``len(answers) // k`` disjoint runs of ``k`` consecutive samples.
+
+    Args:
+        answers: extracted answer per sample (None: no answer, no vote).
+        correct: whether each sample is correct (same order).
+        k: run length, ``1 <= k <= len(answers)``.
+    """
+    n = len(answers)
+    if len(correct) != n or not 1 <= k <= n:
+        raise ValueError(f"majority_vote_accuracy needs 1 <= k <= n and one flag per answer; got n={n}, k={k}, "
+                         f"len(correct)={len(correct)}")
+    runs = n // k
+    score = 0.0
+    for r in range(runs):
+        votes: dict[str, list[int]] = {}  # answer -> sample indices, insertion order = first seen
+        for i in range(r * k, (r + 1) * k):
+            if answers[i] is not None:
+                votes.setdefault(str(answers[i]), []).append(i)
+        if votes:
+            winner = max(votes.values(), key=len)  # max keeps the first of equal counts: ties -> seen first
+            score += float(correct[winner[0]])
+    return score / runs
+
+
+def normalize_answer(answer: str | None) -> str | None:
+    """The vote key of an extracted answer: whitespace removed; empty -> None."""
+    if answer is None:
+        return None
+    key = "".join(answer.split())
+    return key or None
+
+
+def score_rows(records: Sequence[dict[str, Any]], k: int, pass_ks: Sequence[int], maj_ks: Sequence[int]) -> dict[str, float]:
+    """avg@k, pass@j and maj@j over per-prompt records ``{"rewards": [k floats], "answers": [k str|None]}``."""
+    n = len(records)
+    out = {f"avg@{k}": sum(sum(r["rewards"]) / k for r in records) / n}
+    for j in pass_ks:
+        out[f"pass@{j}"] = sum(pass_at_k(k, sum(x >= 1.0 for x in r["rewards"]), j) for r in records) / n
+    for j in maj_ks:
+        out[f"maj@{j}"] = sum(
+            majority_vote_accuracy(r["answers"], [x >= 1.0 for x in r["rewards"]], j) for r in records) / n
+    return out
+
+
+def check_ks(name: str, ks: Sequence[int], n: int) -> tuple[int, ...]:
+    """Sorted unique ``ks``; each must be an integer in [1, n] (``n`` = samples per prompt)."""
+    bad = [j for j in ks if not isinstance(j, int) or not 1 <= j <= n]
+    if bad:
+        raise ValueError(f"{name}={list(ks)}: each value must be an integer in [1, {n}] (samples per prompt); "
+                         f"got {bad}")
+    return tuple(sorted(set(ks)))
 
 
 def prompt_text(prompt: str | list[dict[str, Any]], tokenizer: Any) -> str:
@@ -132,6 +193,9 @@ def evaluate(
     batch_size: int = 64,
     seed: int = 0,
     greedy: bool = True,
+    pass_ks: Sequence[int] | None = None,
+    maj_ks: Sequence[int] = (),
+    answer_fn: AnswerFn | None = None,
     reflection_words: Sequence[str] = REFLECTION_WORDS,
     per_row: bool = False,
     progress: bool = True,
@@ -140,16 +204,21 @@ def evaluate(
 
     Args:
         model_or_dir: a causal LM, or a Hugging Face model directory (then ``tokenizer`` may be None).
-        rows: ``{"prompt": str | chat messages, "answer": str}``.
-        reward_fn: ``reward_fn(completion, answer) -> float`` in ``[0, 1]``.
-        k: samples per prompt (n = k for pass@k).
+        rows: ``{"prompt": str | chat messages, "answer": str[, "data_source": str]}``.
+        reward_fn: ``reward_fn(completion, answer) -> float`` in ``[0, 1]``; a sample is correct when >= 1.
+        k: samples per prompt (the ``n`` of pass@j and maj@j).
         seed: sampling seed; the global torch RNG is left untouched.
         greedy: also decode greedily (``greedy_acc``); ``greedy_acc`` is None when False.
+        pass_ks: the ``j`` of each pass@j, each in [1, k] (default: ``(k,)``).
+        maj_ks: the ``j`` of each maj@j, each in [1, k] (default: none); needs ``answer_fn``.
+        answer_fn: ``answer_fn(completion) -> answer string or None``, the vote of maj@j.
         per_row: include ``rows``: per-row prompt, answer, completions, rewards.
 
     Returns:
-        ``{"n", "k", "avg@k", "pass@k", "greedy_acc", "mean_response_length", "entropy",
-        "reflection/...", "temperature", "top_p"}`` (+ ``"rows"``); the ``@k`` keys spell out ``k``.
+        ``{"n", "k", "avg@k", "pass@j"..., "maj@j"..., "greedy_acc", "mean_response_length", "entropy",
+        "reflection/...", "temperature", "top_p"}`` (+ ``"rows"``); the ``@`` keys spell out ``k`` and ``j``.
+        When some row has a ``data_source``: ``"by_source"``, the same accuracy metrics per source (rows
+        without one count as ``"unknown"``).
     """
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"k={k!r} must be a positive integer")
@@ -159,53 +228,74 @@ def evaluate(
         raise ValueError(f"top_p={top_p!r} must be in (0, 1]")
     if not rows:
         raise ValueError("rows is empty: nothing to evaluate")
+    pass_ks = check_ks("pass_ks", (k,) if pass_ks is None else pass_ks, k)
+    maj_ks = check_ks("maj_ks", maj_ks, k)
+    if maj_ks and answer_fn is None:
+        raise ValueError(f"maj_ks={list(maj_ks)} needs answer_fn (the answer each sample votes for)")
     model, tokenizer = _load(model_or_dir, tokenizer)
     was_training = model.training
     model.eval()
-    sums = {"reward": 0.0, "pass": 0.0, "greedy": 0.0, "length": 0.0, "entropy": 0.0, "tokens": 0.0}
-    samples: list[str] = []
-    details: list[dict[str, Any]] = []
-    batches = range(0, len(rows), batch_size)
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            for start in tqdm(batches, desc="eval", disable=not progress, leave=False):
-                batch = rows[start : start + batch_size]
-                prompts = [prompt_text(r["prompt"], tokenizer) for r in batch]
-                texts, lengths, ent = _generate(model, tokenizer, prompts, sample=True, k=k,
-                                                temperature=temperature, top_p=top_p,
-                                                max_new_tokens=max_new_tokens)
-                greedy_texts = (
-                    _generate(model, tokenizer, prompts, sample=False, k=1, temperature=1.0, top_p=1.0,
-                              max_new_tokens=max_new_tokens)[0] if greedy else [None] * len(batch)
-                )
-                sums["length"] += float(lengths.sum())
-                sums["entropy"] += float(ent.sum())
-                sums["tokens"] += float(lengths.sum())
-                samples += texts
-                for i, row in enumerate(batch):
-                    comps = texts[i * k : (i + 1) * k]
-                    rewards = [float(reward_fn(c, str(row["answer"]))) for c in comps]
-                    correct = sum(r >= 1.0 for r in rewards)
-                    sums["reward"] += sum(rewards) / k
-                    sums["pass"] += pass_at_k(k, correct, k)
-                    g = float(reward_fn(greedy_texts[i], str(row["answer"]))) if greedy else None
-                    sums["greedy"] += g or 0.0
-                    if per_row:
-                        details.append({"prompt": row["prompt"], "answer": row["answer"], "greedy": greedy_texts[i],
-                                        "greedy_reward": g, "completions": comps, "rewards": rewards})
+            records, samples = _sample_rows(model, tokenizer, rows, reward_fn, answer_fn, k=k, greedy=greedy,
+                                            temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                                            batch_size=batch_size, progress=progress)
     finally:
         model.train(was_training)
     n = len(rows)
+    tokens = sum(r["length"] for r in records)
     result: dict[str, Any] = {
         "n": n, "k": k, "temperature": temperature, "top_p": top_p,
-        f"avg@{k}": sums["reward"] / n,
-        f"pass@{k}": sums["pass"] / n,
-        "greedy_acc": sums["greedy"] / n if greedy else None,
-        "mean_response_length": sums["length"] / (n * k),
-        "entropy": sums["entropy"] / max(sums["tokens"], 1.0),
+        **score_rows(records, k, pass_ks, maj_ks),
+        "greedy_acc": sum(r["greedy_reward"] or 0.0 for r in records) / n if greedy else None,
+        "mean_response_length": tokens / (n * k),
+        "entropy": sum(r["entropy"] for r in records) / max(tokens, 1.0),
         **count_reflections(samples, reflection_words),
     }
+    if any("data_source" in row for row in rows):
+        by_source: dict[str, list[dict[str, Any]]] = {}
+        for row, rec in zip(rows, records, strict=True):
+            by_source.setdefault(str(row.get("data_source", "unknown")), []).append(rec)
+        result["by_source"] = {
+            src: {"n": len(recs), **score_rows(recs, k, pass_ks, maj_ks)} for src, recs in sorted(by_source.items())}
     if per_row:
-        result["rows"] = details
+        result["rows"] = [
+            {"prompt": row["prompt"], "answer": row["answer"], "greedy": rec["greedy"],
+             "greedy_reward": rec["greedy_reward"], "completions": rec["completions"], "rewards": rec["rewards"]}
+            for row, rec in zip(rows, records, strict=True)]
     return result
+
+
+def _sample_rows(
+    model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]], reward_fn: RewardFn, answer_fn: AnswerFn | None,
+    *, k: int, greedy: bool, temperature: float, top_p: float, max_new_tokens: int, batch_size: int,
+    progress: bool,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """One record per row (completions, rewards, answers, token count, summed entropy, greedy result) and
+    every sampled completion, generated batch by batch under the caller's RNG."""
+    records: list[dict[str, Any]] = []
+    samples: list[str] = []
+    for start in tqdm(range(0, len(rows), batch_size), desc="eval", disable=not progress, leave=False):
+        batch = rows[start : start + batch_size]
+        prompts = [prompt_text(r["prompt"], tokenizer) for r in batch]
+        texts, lengths, ent = _generate(model, tokenizer, prompts, sample=True, k=k, temperature=temperature,
+                                        top_p=top_p, max_new_tokens=max_new_tokens)
+        greedy_texts = (
+            _generate(model, tokenizer, prompts, sample=False, k=1, temperature=1.0, top_p=1.0,
+                      max_new_tokens=max_new_tokens)[0] if greedy else [None] * len(batch)
+        )
+        samples += texts
+        for i, row in enumerate(batch):
+            comps = texts[i * k : (i + 1) * k]
+            answer = str(row["answer"])
+            records.append({
+                "completions": comps,
+                "rewards": [float(reward_fn(c, answer)) for c in comps],
+                "answers": [normalize_answer(answer_fn(c)) for c in comps] if answer_fn else [None] * k,
+                "length": float(lengths[i * k : (i + 1) * k].sum()),
+                "entropy": float(ent[i * k : (i + 1) * k].sum()),
+                "greedy": greedy_texts[i],
+                "greedy_reward": float(reward_fn(greedy_texts[i], answer)) if greedy else None,
+            })
+    return records, samples

@@ -15,6 +15,11 @@ import torch
 # STARE reference rounding: int(P * n + 0.999999) absorbs float noise (P=0.28, n=25 -> 7, math.ceil -> 8).
 _CEIL_EPS = 0.999999
 
+# selection_scope values of every method with selections. micro_batch (alias batch): inside the batch handed to
+# the loss, i.e. per micro-batch and rank, the reference behaviour. global: over the whole step batch, all
+# micro-batches and ranks (the engines compute it once per step through StepController).
+SELECTION_SCOPES = ("micro_batch", "batch", "global")
+
 
 def topk_count(ratio: float, count: int, rounding: str = "ceil") -> int:
     """Number of tokens to select out of ``count`` candidates.

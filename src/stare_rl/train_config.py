@@ -170,7 +170,24 @@ class MethodArgs:
     )
     dynamic_sampling: bool = field(
         default=False,
-        metadata={"help": "DAPO dynamic sampling: drop prompt groups whose rewards all agree from the loss."},
+        metadata={"help": "DAPO dynamic sampling (§3.2): prompt groups whose rewards all agree carry no gradient; "
+                  "see dynamic_sampling_mode for what replaces them."},
+    )
+    dynamic_sampling_mode: str = field(
+        default="refill",
+        metadata={"help": "refill: generate more prompt groups until the batch holds as many informative groups as "
+                  "it has rows for, then truncate (DAPO and the STARE script; the batch size stays constant). "
+                  "mask: keep the one generation and drop the constant groups from the loss (the batch shrinks)."},
+    )
+    max_num_gen_batches: int = field(
+        default=10,
+        metadata={"help": "refill: at most this many generation rounds per step, the first included (STARE script: "
+                  "10). Short at the limit: the batch is filled with constant groups masked out of the loss."},
+    )
+    refill_batch_multiplier: int = field(
+        default=1,
+        metadata={"help": "refill: each extra round draws this many generation batches of prompts (the STARE script "
+                  "generates 3 x the train batch per round)."},
     )
     entropy_bonus: str = field(
         default="off", metadata={"help": "off | fixed | adaptive: entropy bonus added to any method's loss."}
@@ -197,6 +214,13 @@ class MethodArgs:
             raise ValueError(f"advantage_estimator={self.advantage_estimator!r} is not one of {list_advantages()}")
         if self.entropy_bonus not in BONUS_MODES:
             raise ValueError(f"entropy_bonus={self.entropy_bonus!r} is not one of {list(BONUS_MODES)}")
+        if self.dynamic_sampling_mode not in DYNAMIC_SAMPLING_MODES:
+            raise ValueError(f"dynamic_sampling_mode={self.dynamic_sampling_mode!r} is not one of "
+                             f"{list(DYNAMIC_SAMPLING_MODES)}")
+        for name in ("max_num_gen_batches", "refill_batch_multiplier"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} must be an integer >= 1")
 
     def _given(self, prefix: str, names: tuple[str, ...]) -> dict[str, float]:
         return {n: getattr(self, prefix + n) for n in names if getattr(self, prefix + n) is not None}
@@ -219,6 +243,9 @@ class MethodArgs:
             surrogate=surrogate,
             advantage_estimator=self.advantage_estimator,
             dynamic_sampling=self.dynamic_sampling,
+            dynamic_sampling_mode=self.dynamic_sampling_mode,
+            max_num_gen_batches=self.max_num_gen_batches,
+            refill_batch_multiplier=self.refill_batch_multiplier,
             entropy_bonus=bonus,
             adaptive_entropy=adaptive,
             quadrant_metrics=self.quadrant_metrics,
@@ -226,6 +253,7 @@ class MethodArgs:
 
 
 BONUS_MODES = ("off", "fixed", "adaptive")
+DYNAMIC_SAMPLING_MODES = ("refill", "mask")
 
 
 @dataclass(frozen=True)
@@ -238,6 +266,9 @@ class LossSetup:
         surrogate: the shared clip settings.
         advantage_estimator: registered estimator name.
         dynamic_sampling: DAPO filter on/off.
+        dynamic_sampling_mode: ``refill`` (generate until the batch is full of informative groups) or ``mask``.
+        max_num_gen_batches: refill: generation rounds per step at most (the first included).
+        refill_batch_multiplier: refill: generation batches of prompts per extra round.
         entropy_bonus: fixed entropy bonus, or ``None`` (off or adaptive).
         adaptive_entropy: keyword arguments of :class:`stare_rl.control.AdaptiveEntropyCoef`, or ``None``.
         quadrant_metrics: log the quadrant diagnostics.
@@ -248,6 +279,9 @@ class LossSetup:
     surrogate: SurrogateConfig = field(default_factory=SurrogateConfig)
     advantage_estimator: str = "grpo"
     dynamic_sampling: bool = False
+    dynamic_sampling_mode: str = "refill"
+    max_num_gen_batches: int = 10
+    refill_batch_multiplier: int = 1
     entropy_bonus: EntropyBonusConfig | None = None
     adaptive_entropy: dict[str, float] | None = None
     quadrant_metrics: bool = True

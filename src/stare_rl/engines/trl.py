@@ -33,6 +33,7 @@ from stare_rl.advantages import compute_advantages, dynamic_sampling_mask
 from stare_rl.aggregate import aggregate
 from stare_rl.analysis.quadrants import quadrant_stats
 from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
+from stare_rl.refill import GroupRefill, take_rows
 from stare_rl.registry import compute_loss
 from stare_rl.runlog import TRAIN_SUMMARY_FILE, MetricsWriter, write_json_atomic
 from stare_rl.train_config import LossSetup
@@ -55,6 +56,8 @@ _FORWARD_KEYS = (
     "pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes", "num_tiles",
     "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids",
 )
+# Row tensors of a TRL batch that TRL pads on the left (everything else is padded on the right).
+_LEFT_PADDED = ("prompt_ids", "prompt_mask")
 # TRL metric name -> verl name.
 _VERL_NAMES = {
     "reward": "critic/score/mean",
@@ -149,6 +152,10 @@ class StareGRPOTrainer(GRPOTrainer):
         self._rewards: torch.Tensor | None = None
         super().__init__(*args, **kwargs)
         check_superseded(self.args)
+        if setup.dynamic_sampling and setup.dynamic_sampling_mode == "refill" and not hasattr(
+                self.train_dataset, "__getitem__"):
+            raise ValueError("dynamic_sampling_mode='refill' draws extra prompts by index and needs a map-style "
+                             "train dataset; use dynamic_sampling_mode='mask' with an iterable dataset")
         path = metrics_path or Path(self.args.output_dir) / "metrics.jsonl"
         self.add_callback(MetricsJsonlCallback(path))
         self.remove_callback(PrinterCallback)  # ~60 metrics a step: metrics.jsonl has them, not the console
@@ -162,24 +169,127 @@ class StareGRPOTrainer(GRPOTrainer):
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):  # type: ignore[override]
-        out = super()._generate_and_score_completions(inputs)
+        out = self._generate_round(inputs)
         if not self.model.training or self._rewards is None:
             return out
+        rewards = self._combined_rewards()  # (N_global,)
+        refill_keep = None
+        if self.setup.dynamic_sampling and self.setup.dynamic_sampling_mode == "refill":  # DAPO §3.2
+            out, rewards, refill_keep = self._refill(out, rewards)
         n_local = out["completion_ids"].size(0)
         local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
-        weights = self.reward_weights.to(self._rewards.device)
-        rewards = torch.nan_to_num((self._rewards * weights).nansum(dim=1), nan=0.0)  # (N_global,)
         adv = compute_advantages(self.setup.advantage_estimator, rewards, group_size=self.num_generations)
         out["advantages"] = adv[local].to(out["advantages"].dtype)  # (B,) replaces TRL's estimator
         keep = torch.ones(n_local, device=rewards.device)
-        if self.setup.dynamic_sampling:  # DAPO §3.2
+        if refill_keep is not None:
+            keep = refill_keep[local].to(rewards.device)
+        elif self.setup.dynamic_sampling:  # DAPO §3.2, mask mode: the constant groups leave the loss
             keep = dynamic_sampling_mask(rewards, group_size=self.num_generations)[local].float()
+        if self.setup.dynamic_sampling:
             self._metrics["train"]["stare/dynamic_sampling_kept"].append(float(keep.mean()))
         out["stare_keep"] = keep  # (B,) 1 = the row takes part in the loss
         mask = _loss_mask(out)  # (B, T)
         out["stare_norm_tokens"], out["stare_norm_seqs"] = self._window_normalizers(mask)  # 0-dim each
         self._ctx = self._update_controllers(out)
         return out
+
+    def _generate_round(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        """TRL's generation and scoring of ``inputs``; when TRL also computes the old policy's log-probs and the
+        method needs the old policy's entropy (STEER), that same no-grad pass returns it as ``old_entropy``."""
+        self._capture_old_entropy = (self.model.training and self.setup_needs_old_entropy
+                                     and self._computes_old_logps())
+        self._old_entropy = None
+        try:
+            out = super()._generate_and_score_completions(inputs)
+        finally:
+            self._capture_old_entropy = False
+        if self._old_entropy is not None and "old_per_token_logps" in out:
+            out["old_entropy"] = self._old_entropy  # (B, T), the policy that generated (no update since)
+        self._old_entropy = None
+        return out
+
+    @property
+    def setup_needs_old_entropy(self) -> bool:
+        return self.step_control.spec.needs_old_entropy
+
+    def _computes_old_logps(self) -> bool:
+        """TRL's own rule: an old log-prob pass runs when a generation batch spans optimizer steps, or for vLLM's
+        importance-sampling correction (otherwise old = current, and the current forward's entropy is the old)."""
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        return self.args.gradient_accumulation_steps % generate_every != 0 or bool(
+            self.use_vllm and self.vllm_importance_sampling_correction)
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,  # type: ignore[override]
+                                           *args: Any, compute_entropy: bool = False, **kwargs: Any):
+        capture = getattr(self, "_capture_old_entropy", False) and model is self.model
+        logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, logits_to_keep, *args, compute_entropy=compute_entropy or capture,
+            **kwargs)
+        if capture:  # the first pass of a generation round with the policy itself: TRL's old log-prob pass
+            self._old_entropy, self._capture_old_entropy = entropies.detach(), False
+            entropies = entropies if compute_entropy else None
+        return logps, entropies, aux
+
+    def _combined_rewards(self) -> torch.Tensor:
+        """``(N_global,)`` weighted sum of the reward functions of the last generation (NaN -> 0)."""
+        weights = self.reward_weights.to(self._rewards.device)
+        return torch.nan_to_num((self._rewards * weights).nansum(dim=1), nan=0.0)
+
+    # ----- DAPO refill: generate more groups until the batch is full of informative ones -----
+    def _refill(self, out: dict[str, Any], rewards: torch.Tensor) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor]:
+        """DAPO §3.2 / the STARE script's ``filter_groups``: rounds of fresh prompts until the generation batch
+        holds as many groups with reward spread as it has groups, at most ``max_num_gen_batches`` rounds.
+
+        Returns this rank's rows of the final batch (same size as TRL's), the global rewards ``(N_global,)``
+        and the global keep flags (0 only for constant groups used to fill a batch left short at the limit).
+        """
+        n_local = out["completion_ids"].size(0)
+        refill = GroupRefill(
+            group_size=self.num_generations, target_groups=rewards.numel() // self.num_generations,
+            max_rounds=self.setup.max_num_gen_batches, left_pad_keys=_LEFT_PADDED,
+            pad_values={"prompt_ids": self._tokenizer.pad_token_id, "completion_ids": self._tokenizer.pad_token_id},
+        )
+        refill.add(self._gather_rows(out), rewards)
+        while not refill.done:
+            more = self._generate_round(self._refill_prompts(refill.rounds))
+            refill.add(self._gather_rows(more), self._combined_rewards())
+        rows, rewards, keep, metrics = refill.result()
+        for key, value in metrics.items():
+            self._metrics["train"][f"stare/{key}"].append(value)
+        start = self.accelerator.process_index * n_local
+        mine = take_rows(rows, torch.arange(start, start + n_local))
+        mine["num_items_in_batch"] = self.accelerator.reduce(mine["completion_mask"].sum(), reduction="sum")
+        return mine, rewards, keep
+
+    def _gather_rows(self, out: dict[str, Any]) -> dict[str, Any]:
+        """Every rank's rows of a TRL batch (row tensors padded to one length, lists gathered); totals dropped."""
+        from accelerate.utils import gather_object, pad_across_processes
+
+        rows: dict[str, Any] = {}
+        for key, value in out.items():
+            if isinstance(value, torch.Tensor):
+                if value.dim() == 0:
+                    continue  # a batch total, recomputed for the final batch
+                if value.dim() >= 2:
+                    pad = self._tokenizer.pad_token_id if key.endswith("_ids") else 0
+                    value = pad_across_processes(value, dim=1, pad_index=pad, pad_first=key in _LEFT_PADDED)
+                rows[key] = self.accelerator.gather(value)
+            else:
+                rows[key] = gather_object(list(value)) if self.accelerator.num_processes > 1 else list(value)
+        return rows
+
+    def _refill_prompts(self, round_index: int) -> list[dict[str, Any]]:
+        """This rank's share of a refill round: ``refill_batch_multiplier`` generation batches of fresh prompts,
+        each repeated ``num_generations`` times, drawn with a seed of (seed, generation index, round), so a
+        resumed run draws the same prompts."""
+        groups = self.args.generation_batch_size // self.num_generations * self.setup.refill_batch_multiplier
+        gen = torch.Generator().manual_seed(self.args.seed * 1_000_003 + 7_919 * self._generation_index() + round_index)
+        n = len(self.train_dataset)
+        order = torch.cat([torch.randperm(n, generator=gen) for _ in range(-(-groups // n))])[:groups]  # (groups,)
+        index = order.repeat_interleave(self.num_generations)  # (groups * G,) a group's rows are consecutive
+        per_rank = index.numel() // self.accelerator.num_processes
+        start = self.accelerator.process_index * per_rank
+        return [self.train_dataset[int(i)] for i in index[start : start + per_rank]]
 
     def _window_normalizers(self, mask: torch.Tensor) -> torch.Tensor:
         """``[tokens, seqs]`` of one optimizer window per rank, as the aggregate() denominators.
@@ -204,7 +314,7 @@ class StareGRPOTrainer(GRPOTrainer):
             return LossContext()
         if self.args.steps_per_generation == 1:
             return None  # measured by the first _compute_loss on this batch
-        logps, entropies = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
+        logps, entropies, _ = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
         return self._begin_step(trl_step_batch(out, logps.float(), entropies.float()))
 
     @torch.no_grad()
@@ -220,40 +330,45 @@ class StareGRPOTrainer(GRPOTrainer):
         return self._step // max(self.args.steps_per_generation * self.num_iterations, 1)
 
     # ----- update side: the loss on one micro-batch -----
-    def _forward(self, model: Any, inputs: dict[str, Any], compute_entropy: bool) -> tuple[torch.Tensor, Any]:
+    def _forward(self, model: Any, inputs: dict[str, Any], compute_entropy: bool, compute_aux_loss: bool = False
+                 ) -> tuple[torch.Tensor, Any, Any]:
+        """(log-probs, entropies, MoE router aux loss or None) of the completions, TRL's forward."""
         input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        logps, entropies, _ = self._get_per_token_logps_and_entropies(
+        return self._get_per_token_logps_and_entropies(
             model,
             input_ids,
             attention_mask,
             inputs["completion_ids"].size(1),
             batch_size=self.args.per_device_train_batch_size,
             compute_entropy=compute_entropy,
+            compute_aux_loss=compute_aux_loss,
             **{k: inputs.get(k) for k in _FORWARD_KEYS},
         )
-        return logps, entropies
 
     def _compute_loss(self, model, inputs):  # type: ignore[override]
         if not self.model.training:  # evaluation loss: plain vanilla token-mean, no controller
             return super()._compute_loss(model, inputs)
-        logps, entropies = self._forward(model, inputs, compute_entropy=True)  # (B, T), grad flows
+        logps, entropies, aux_loss = self._forward(model, inputs, compute_entropy=True,
+                                                   compute_aux_loss=self.aux_loss_enabled)  # (B, T), grad flows
         mask = _loss_mask(inputs)  # (B, T)
         batch = trl_token_batch(inputs, logps, entropies)
         if self._ctx is None:  # first forward on a fresh generation batch (steps_per_generation == 1)
             self._ctx = self._begin_step(trl_step_batch(inputs, logps, entropies))
         ctx = dataclasses.replace(self._ctx, generator=self._generator())
         out = compute_loss(self.setup.method, batch, self.setup.method_config, self.setup.surrogate, ctx)
-        policy_token_loss = out.token_loss
+        bonus = None
         if self.setup.entropy_bonus is not None or self.setup.adaptive_entropy is not None:
-            out = add_entropy_bonus(out, batch, self.setup.entropy_bonus or EntropyBonusConfig(), ctx)
-        token_loss = out.token_loss
-        if "importance_sampling_ratio" in inputs:  # vLLM sampler/trainer mismatch correction (TRL semantics)
-            token_loss = token_loss * inputs["importance_sampling_ratio"]
+            bonus = self.setup.entropy_bonus or EntropyBonusConfig()
+        out, policy_token_loss = with_is_ratio_and_bonus(out, batch, inputs.get("importance_sampling_ratio"),
+                                                         bonus, ctx)
         tokens, seqs = float(inputs["stare_norm_tokens"]), float(inputs["stare_norm_seqs"])
         agg = dict(mode=self.setup.surrogate.loss_agg_mode, global_tokens=tokens, global_seqs=seqs,
                    norm_length=self.max_completion_length)
-        loss = aggregate(token_loss, mask, **agg)
+        loss = aggregate(out.token_loss, mask, **agg)
+        if aux_loss is not None:  # MoE load balancing, as TRL adds it (scaled for gradient accumulation)
+            loss = loss + self.router_aux_loss_coef * aux_loss / self.current_gradient_accumulation_steps
+            self._metrics["train"]["aux_loss"].append(self.accelerator.gather_for_metrics(aux_loss).mean().item())
         with torch.no_grad():
             pg_loss = aggregate(policy_token_loss, mask, **agg) * self.current_gradient_accumulation_steps
             self._log_step_metrics(batch, out, pg_loss)
@@ -316,6 +431,25 @@ class StareGRPOTrainer(GRPOTrainer):
             self.step_control.load(checkpoint)
 
 
+def with_is_ratio_and_bonus(out: Any, batch: TokenBatch, is_ratio: torch.Tensor | None,
+                            bonus: EntropyBonusConfig | None, ctx: LossContext) -> tuple[Any, torch.Tensor]:
+    """The method's output with vLLM's importance-sampling ratio on the policy term, then the entropy bonus.
+
+    TRL multiplies only its policy term by the sampler/trainer mismatch ratio (``importance_sampling_ratio``,
+    ``(B, T)`` or ``(B, 1)``); a bonus on the trainer's own entropy is not a sample-based estimate and is added
+    unweighted, as TRL adds its KL term after the ratio.
+
+    Returns:
+        (output whose ``token_loss`` is ``ratio * policy + bonus``, the ratio-weighted policy term ``(B, T)``).
+    """
+    if is_ratio is not None:
+        out = dataclasses.replace(out, token_loss=out.token_loss * is_ratio)
+    policy_token_loss = out.token_loss
+    if bonus is not None:
+        out = add_entropy_bonus(out, batch, bonus, ctx)
+    return out, policy_token_loss
+
+
 def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:
     """Translate a TRL completion batch + the policy's per-token log-probs and entropies into a TokenBatch.
 
@@ -327,8 +461,13 @@ def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torc
     mask = _loss_mask(inputs)  # (B, T)
     old = inputs.get("old_per_token_logps")
     old = logps.detach() if old is None else old  # on-policy: TRL skips the old forward
+    # the old policy's entropy: from TRL's old log-prob pass when it ran, else the policy has not moved since
+    # generation and the current forward's entropy is the old one
+    old_entropy = inputs.get("old_entropy")
+    old_entropy = entropies.detach() if old_entropy is None else old_entropy
     adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
-    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype))
+    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype),
+                      old_entropy=old_entropy.to(logps.dtype))
 
 
 def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:

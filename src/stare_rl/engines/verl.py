@@ -45,6 +45,7 @@ NAME_PREFIX = "stare_rl."
 CONFIG_CLASS_NAME = "StareRLPolicyLossConfig"
 CONFIG_TARGET = f"{__name__}.{CONFIG_CLASS_NAME}"
 STATE_KEY = "stare_rl_step_state"  # non-tensor key the entry point adds to the actor's update batch
+STATS_KEY = "stare_rl_step_stats"  # ... and the method's global statistics of the whole step batch
 GATE_MODES = ("auto", "surprisal", "exact")
 VERL_SELECTION_SCOPE = "global"  # under verl, selections span all data-parallel ranks by default
 _VERL_METRICS = {"pg_clipfrac", "pg_clipfrac_lower", "ppo_kl"}  # verl's own names, kept as actor/<name>
@@ -57,12 +58,18 @@ class StepState:
     Args:
         controllers: the driver's ``StepController.state_dict()`` after this step's update (the STARE gate from
             the batch token-mean entropy of the whole step, measured before the update; the §4.4 schedule).
-        entropy: ``(B, T)`` detached entropy of the actor at each response token (STEER, 80/20 mask).
+        entropy: ``(B, T)`` detached entropy of the actor at each response token (80/20 mask, sensitivity).
+        old_entropy: ``(B, T)`` entropy of the old policy, stored by verl's old log-prob pass (STEER).
+        step_stats: the method's global statistics over the whole step batch (``selection_scope='global'``),
+            computed once by the driver before the update; when None, the loss gathers them per micro-batch
+            over the DP ranks (plugin-only path).
         group: data-parallel process group for the global statistics (verl's ``dp_group``).
     """
 
     controllers: dict[str, Any] | None = None
     entropy: torch.Tensor | None = None
+    old_entropy: torch.Tensor | None = None
+    step_stats: dict[str, Any] | None = None
     group: Any = None
 
 
@@ -204,27 +211,35 @@ def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state
     exact = state is not None and state.controllers is not None
     if exact:
         ctrl.load_state_dict(state.controllers)
+    stateful = sorted(set(ctrl.controllers) - {GATE})  # any controller but the gate needs the driver's state
+    if not exact and (stateful or (ctrl.spec.gated and policy_loss.get("stare_gate", "auto") == "exact")):
+        raise ValueError(
+            f"policy_loss.stare_gate='exact' / controllers {stateful} of method {name!r} (e.g. weight_control, "
+            "EntroPIC's PI) need the per-step state of the exact entry point: run "
+            "`python -m stare_rl.engines.verl_main ...` instead of verl.trainer.main_ppo")
     if ctrl.spec.gated and (not exact or policy_loss.get("stare_gate", "auto") == "surprisal"):
-        stateful = sorted(set(ctrl.controllers) - {GATE})
-        if policy_loss.get("stare_gate", "auto") == "exact" or (stateful and not exact):
-            raise ValueError(
-                f"policy_loss.stare_gate='exact' / controllers {stateful} of method {name!r} (e.g. weight_control) "
-                "need the per-step state of the exact entry point: run `python -m stare_rl.engines.verl_main ...` "
-                "instead of verl.trainer.main_ppo")
         # STARE §4.3 gate, plugin-only: E_{a~pi_old}[-log pi_old(a)] = H(pi_old), so the token-mean surprisal of
         # the old policy is an unbiased estimate of the token-mean entropy (micro-batch, all DP ranks).
         # DEVIATION: the reference gates on the exact batch token-mean entropy measured once per step.
         h_hat = -global_token_mean(batch, "old_log_prob", group)
         ctrl.controllers[GATE].update(StepObservation(entropy=h_hat, step=0, group=group))
-    return ctrl.context([batch])
+    if state is not None and state.step_stats is not None and ctrl.global_stats_enabled:
+        # selection_scope='global': the whole step batch's statistics, computed once by the driver
+        stats = dict(state.step_stats)
+        for controller in ctrl.controllers.values():
+            stats.update(controller.context())
+        return LossContext(stats=stats)
+    return ctrl.context([batch])  # plugin-only global scope: this micro-batch over the DP ranks
 
 
 def verl_token_batch(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advantages: torch.Tensor,
-                     response_mask: torch.Tensor, entropy: torch.Tensor | None = None) -> TokenBatch:
+                     response_mask: torch.Tensor, entropy: torch.Tensor | None = None,
+                     old_entropy: torch.Tensor | None = None) -> TokenBatch:
     """Translate verl's policy-loss tensors (all ``(B, T)``) into a TokenBatch in ``log_prob``'s dtype."""
     dtype = log_prob.dtype
     return TokenBatch(log_prob=log_prob, old_log_prob=old_log_prob.to(dtype), advantages=advantages.to(dtype),
-                      mask=response_mask, entropy=None if entropy is None else entropy.to(dtype))
+                      mask=response_mask, entropy=None if entropy is None else entropy.to(dtype),
+                      old_entropy=None if old_entropy is None else old_entropy.to(dtype))
 
 
 def _metric_name(method: str, key: str) -> str:
@@ -251,11 +266,16 @@ def make_policy_loss(name: str) -> Callable[..., tuple[torch.Tensor, dict[str, A
         cfg = method_config(name, config.policy_loss)
         state = _STEP_STATE.get()
         entropy = state.entropy if state is not None else None
-        batch = verl_token_batch(old_log_prob, log_prob, advantages, response_mask, entropy)  # all (B, T)
+        old_entropy = state.old_entropy if state is not None else None
+        batch = verl_token_batch(old_log_prob, log_prob, advantages, response_mask, entropy, old_entropy)  # (B, T)
         try:
             ctx = loss_context(name, batch, cfg, config.policy_loss, state)
             out = compute_loss(name, batch, cfg, surrogate_config(config, loss_agg_mode), ctx)
         except ValueError as e:
+            if old_entropy is None and "old_entropy" in str(e):
+                raise ValueError(f"{e}. The old policy's entropy is what verl's old log-prob pass stores (field "
+                                 "'entropy'); verl hands it to a policy loss only through `python -m "
+                                 "stare_rl.engines.verl_main` (not in rollout-correction bypass mode)") from e
             if entropy is None and "entropy" in str(e):
                 raise ValueError(f"{e}. verl passes no entropy to a policy loss: run `python -m "
                                  "stare_rl.engines.verl_main` with actor_rollout_ref.actor.calculate_entropy=True"
@@ -298,10 +318,11 @@ def register() -> list[str]:
 
 
 def exact_ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -> tuple[torch.Tensor, Any]:
-    """verl's ``ppo_loss`` with the step state and the actor's entropy visible to the registered loss.
+    """verl's ``ppo_loss`` with the step state, the actor's entropy and the old entropy visible to the loss.
 
     Installed by :mod:`stare_rl.engines.verl_main` through ``set_loss_fn`` (as ``partial(exact_ppo_loss,
-    config=actor_config)``). The entropy is verl's own (``actor.calculate_entropy=True``), detached; the
+    config=actor_config)``). The entropy is verl's own (``actor.calculate_entropy=True``), detached; the old
+    entropy is the ``entropy`` field verl's old log-prob pass stored with the batch (STEER reads it); the
     controllers' state comes from the non-tensor field ``STATE_KEY`` that the trainer adds to the update batch.
     """
     from verl.utils import tensordict_utils as tu
@@ -312,6 +333,11 @@ def exact_ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = No
     entropy = model_output.get("entropy", None)
     if entropy is not None:
         entropy = no_padding_2_padding(entropy, data).detach()  # (B, T) response tokens
-    state = StepState(controllers=raw, entropy=entropy, group=dp_group)
+    old_entropy = None
+    if "entropy" in data.keys():  # written by verl's _compute_old_log_prob: the old policy's entropy
+        old_entropy = data.select("entropy").to_padded_tensor()["entropy"].detach()  # (B, T), like old_log_probs
+    step_stats = tu.get_non_tensor_data(data=data, key=STATS_KEY, default=None)
+    state = StepState(controllers=raw, entropy=entropy, old_entropy=old_entropy, step_stats=step_stats,
+                      group=dp_group)
     with step_state(state):
         return ppo_loss(config, model_output, data, dp_group)

@@ -37,7 +37,8 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.utils.config import omega_conf_to_dataclass, validate_config
 from verl.utils.device import auto_set_device
 
-from stare_rl.engines.verl import NAME_PREFIX, STATE_KEY, exact_ppo_loss, method_config
+from stare_rl.engines.verl import NAME_PREFIX, STATE_KEY, STATS_KEY, exact_ppo_loss, method_config
+from stare_rl.engines.verl_check import require_plugin
 from stare_rl.registry import get_method
 from stare_rl.step_control import StepController
 from stare_rl.types import TokenBatch
@@ -46,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 TRAINER_MODE = "stare_rl"
 ENTROPY_FIELDS = ("entropy", "response_mask")  # what the step controller reads back from TransferQueue
+STATS_FIELDS = ("old_log_probs", "advantages", "response_mask", "entropy")  # ... for the global statistics
 
 
 def loss_mode(config: Any) -> str:
@@ -57,9 +59,10 @@ def check_config(config: Any) -> None:
     """Reject, on the driver and before any worker starts, settings the exact path cannot honour."""
     mode, actor = loss_mode(config), config.actor_rollout_ref.actor
     spec = get_method(mode)
-    if spec.gated and (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False):
-        raise ValueError("algorithm.rollout_correction.bypass_mode=True: the exact STARE gate needs the recomputed "
-                         "old log-probs and their entropy; set it to False")
+    bypass = (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False)
+    if (spec.gated or spec.needs_old_entropy) and bypass:
+        raise ValueError(f"algorithm.rollout_correction.bypass_mode=True: loss_mode={mode!r} needs the recomputed "
+                         "old log-probs and their entropy (the exact STARE gate, STEER's H); set it to False")
     if spec.needs_entropy and not actor.get("calculate_entropy", False):
         raise ValueError(f"actor_rollout_ref.actor.calculate_entropy=False: loss_mode={mode!r} needs the actor's "
                          "entropy in the loss; set it to True")
@@ -82,6 +85,22 @@ def step_batch(data: TensorDict) -> TokenBatch:
     entropy = padded["entropy"].detach().double()  # (B, T)
     zeros = torch.zeros_like(entropy)
     return TokenBatch(zeros, zeros, zeros, padded["response_mask"], entropy=entropy)
+
+
+def step_stats_batch(data: TensorDict) -> TokenBatch:
+    """The whole step batch as the policy is before its update, for the method's global statistics.
+
+    Args:
+        data: ``old_log_probs``, ``advantages``, ``response_mask`` and, when stored, ``entropy`` (verl's old
+            log-prob pass), padded or nested. ``log_prob`` is the old one: no update has happened yet.
+    """
+    padded = data.select(*[f for f in STATS_FIELDS if f in data.keys()])
+    if any(v.is_nested for v in padded.values()):
+        padded = padded.to_padded_tensor()
+    old = padded["old_log_probs"].detach().float()  # (B, T)
+    mask = padded["response_mask"].float()
+    ent = padded["entropy"].detach().float() if "entropy" in padded.keys() else None
+    return TokenBatch(old, old, padded["advantages"].float() * mask, mask, entropy=ent, old_entropy=ent)
 
 
 def step_controller(config: Any) -> StepController:
@@ -129,6 +148,11 @@ class StareRLTrainer(PPOTrainerSync):
 
     def _update_actor(self, batch: Any, metrics: dict) -> Any:
         batch.extra_info[STATE_KEY] = self.stare_rl.state_dict()  # plain values: it crosses Ray
+        if self.stare_rl.global_stats_enabled:  # selection_scope='global' = the whole step batch, once
+            spec = self.stare_rl.spec
+            fields = [f for f in STATS_FIELDS if f != "entropy" or spec.needs_entropy or spec.needs_old_entropy]
+            data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=fields)
+            batch.extra_info[STATS_KEY] = self.stare_rl.global_stats(step_stats_batch(data))
         return super()._update_actor(batch, metrics)
 
     def _save_checkpoint(self) -> None:
@@ -153,6 +177,7 @@ class StareRLTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-
 
 
 def _main(config: Any) -> None:
+    require_plugin()  # verl hides plugin import errors: fail here, not with "unknown loss_mode" in a worker
     auto_set_device(config)
     if not config.trainer.use_v1 or config.trainer.v1.trainer_mode not in ("sync", TRAINER_MODE):
         raise ValueError("stare_rl.engines.verl_main needs trainer.use_v1=True and trainer.v1.trainer_mode=stare_rl "

@@ -1,7 +1,11 @@
 """Built-in methods; importing this package registers them. One method, one file."""
 
 from stare_rl.methods import (  # noqa: F401
+    archer,
+    ce_gppo,
     clip_cov,
+    entropic,
+    entropy_advantage,
     high_entropy,
     kl_cov,
     stare,

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 import torch
 
 from stare_rl.registry import GlobalStats, register_method
-from stare_rl.selection import topk_count
+from stare_rl.selection import SELECTION_SCOPES, topk_count
 from stare_rl.surrogate import SurrogateConfig, clipped_surrogate
 from stare_rl.types import LossContext, LossOutput, TokenBatch
 
-SCOPES = ("batch", "global")
+SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,8 @@ class HighEntropyConfig:
     selection_scope: str = field(
         default="batch",
         metadata={
-            "help": "batch: the threshold over the batch handed to the loss (per micro-batch). global: the engine "
+            "help": "micro_batch (alias batch): the threshold over the batch handed to the loss (per micro-batch). "
+            "global: the engine "
             "gathers the entropies of the whole global batch and passes entropy_threshold through LossContext."
         },
     )

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 import torch
 
 from stare_rl.registry import GlobalStats, register_method
-from stare_rl.selection import kth_largest, select_at_least, topk_count, topk_mask
+from stare_rl.selection import SELECTION_SCOPES, kth_largest, select_at_least, topk_count, topk_mask
 from stare_rl.surrogate import LOG_RATIO_CLAMP, SurrogateConfig
 from stare_rl.types import LossContext, LossOutput, TokenBatch
 
-SCOPES = ("batch", "global")
+SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,8 @@ class KLCovConfig:
     selection_scope: str = field(
         default="batch",
         metadata={
-            "help": "batch: means and top-k over the batch handed to the loss (reference). global: the engine "
+            "help": "micro_batch (alias batch): means and top-k over the batch handed to the loss (reference). "
+            "global: the engine "
             "passes the global means and covariance threshold through LossContext (kl_cov_global_stats)."
         },
     )

@@ -18,13 +18,13 @@ import torch
 
 from stare_rl.control import GATE, Controller, StareGate, StareWeightSchedule
 from stare_rl.registry import GlobalStats, register_method
-from stare_rl.selection import select_top_fraction, top_fraction_threshold
+from stare_rl.selection import SELECTION_SCOPES, select_top_fraction, top_fraction_threshold
 from stare_rl.surrogate import SurrogateConfig, TokenSigns, clipped_surrogate, token_signs
 from stare_rl.tokens import surprisal
 from stare_rl.types import LossContext, LossOutput, TokenBatch
 
 STARE_VARIANTS = ("O1", "C2")
-SCOPES = ("batch", "global")
+SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
 WEIGHT_CONTROLS = ("fixed", "paper")
 
 
@@ -80,7 +80,8 @@ class StareConfig(StareControlFields):
     selection_scope: str = field(
         default="batch",
         metadata={
-            "help": "batch: select inside the batch handed to the loss (reference). global: the engine gathers "
+            "help": "micro_batch (alias batch): select inside the batch handed to the loss (reference). "
+            "global: the engine gathers "
             "surprisals of the whole global batch and passes thresholds through LossContext."
         },
     )

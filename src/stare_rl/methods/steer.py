@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 import torch
 
 from stare_rl.registry import GlobalStats, register_method
+from stare_rl.selection import SELECTION_SCOPES
 from stare_rl.surrogate import SurrogateConfig, clipped_surrogate, token_signs
 from stare_rl.tokens import steer_omega_abs
 from stare_rl.types import LossContext, LossOutput, TokenBatch
 
 STEER_MAPPINGS = ("exp", "linear")
-SCOPES = ("batch", "global")
+SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ class SteerConfig:
     selection_scope: str = field(
         default="batch",
         metadata={
-            "help": "batch: max/min |Omega| over the batch handed to the loss (reference). global: the engine "
+            "help": "micro_batch (alias batch): max/min |Omega| over the batch handed to the loss (reference). "
+            "global: the engine "
             "gathers |Omega| of the whole global batch and passes omega_max/omega_min through LossContext."
         },
     )
@@ -75,12 +77,14 @@ class SteerConfig:
 
 
 def steer_omega(batch: TokenBatch) -> torch.Tensor:
-    """``(B, T)`` |Omega| at every position (detached); raises if the batch has no entropy."""
-    if batch.entropy is None:
+    """``(B, T)`` |Omega| at every position (detached); raises if the batch has no old-policy entropy."""
+    if batch.old_entropy is None:
         raise ValueError(
-            "method 'steer' needs batch.entropy (the (B, T) old-policy entropy); got entropy=None"
+            "method 'steer' needs batch.old_entropy (the (B, T) entropy of the old policy, from the log-prob pass "
+            "that gives old_log_prob); got old_entropy=None"
         )
-    return steer_omega_abs(batch.log_prob, batch.old_log_prob, batch.advantages, batch.entropy)
+    # STEER: H is the old policy's entropy (the reference reads `entropys` stored by the log-prob pass)
+    return steer_omega_abs(batch.log_prob, batch.old_log_prob, batch.advantages, batch.old_entropy)
 
 
 def _resolve_extrema(
@@ -119,7 +123,7 @@ def _map_omega(
 @register_method(
     "steer",
     SteerConfig,
-    needs_entropy=True,
+    needs_old_entropy=True,
     global_stats=GlobalStats(
         candidates=lambda batch, cfg: (steer_candidate_values(batch),),
         reduce=lambda slots, cfg: steer_global_stats(slots[0]),
@@ -135,7 +139,8 @@ def steer_loss(
     ``|Omega| = |A pi (1 - pi) / pi_old (log pi + H)|`` (no gradient) and the exp or linear map.
 
     Args:
-        batch: ``(B, T)`` tensors; ``entropy`` (old-policy entropy H) is required.
+        batch: ``(B, T)`` tensors; ``old_entropy`` (H, the old policy's entropy) is required; ``entropy`` (the
+            current policy's) is not used.
         cfg: :class:`SteerConfig`.
         surrogate: clip settings.
         ctx: stats ``omega_max`` (and ``omega_min`` for linear) of the global batch, else computed here.
@@ -148,13 +153,14 @@ def steer_loss(
         max/min |Omega| are statistics of the batch handed in (reference: per GPU micro-batch) unless the
         engine passes global values (``selection_scope="global"``, :func:`steer_global_stats`).
     """
-    if batch.entropy is None:
+    if batch.old_entropy is None:
         steer_omega(batch)  # raises the ValueError naming the missing entropy
     signs = token_signs(batch.advantages, batch.mask)  # (B, T) masks shared with the surrogate
     valid = signs.valid
     with torch.no_grad():
         # |Omega| from A masked to 0 on padding: equal on valid tokens, exactly 0 on padding
-        omega = steer_omega_abs(batch.log_prob, batch.old_log_prob, signs.adv, batch.entropy)  # (B, T)
+        # H = old-policy entropy, as the reference (its `entropys` come from the old log-prob pass)
+        omega = steer_omega_abs(batch.log_prob, batch.old_log_prob, signs.adv, batch.old_entropy)  # (B, T)
         local_max = omega.max() if omega.numel() else omega.new_zeros(())  # |Omega| >= 0, padding 0
         local_min = _valid_min(omega, valid)
         o_max, o_min = _resolve_extrema(ctx, local_max, local_min)

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Launch a stare-rl verl recipe:  bash run.sh <recipe> [extra hydra overrides]
-#   recipes: grpo_ds_qwen25_math_7b stare_qwen25_math_7b steer_qwen25_math_7b (and *_qwen25_math_1p5b)
+#   recipes: grpo_ds_* stare_* (STARE's setup), grpo_* steer_* steer_linear_* (STEER's setup); see *.yaml
 #   env: TRAIN_FILES, VAL_FILES (verl parquet with prompt + reward_model.ground_truth), MODEL_PATH (optional)
 # STARE/STEER go through python -m stare_rl.engines.verl_main (exact gate, entropy in the loss; their
 # recipes set trainer.v1.trainer_mode=stare_rl, which only that entry point registers in Ray's process);
-# the GRPO-ds baseline through verl's own python -m verl.trainer.main_ppo. Same config tree either way.
+# the GRPO and GRPO-ds baselines through verl's own python -m verl.trainer.main_ppo. Same config tree either way.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 recipe="${1:?usage: bash run.sh <recipe> [hydra overrides]}"
 shift
 [ -f "$here/$recipe.yaml" ] || { echo "no recipe $here/$recipe.yaml" >&2; exit 2; }
 case "$recipe" in
-  grpo_ds_*) entry=(python3 -m verl.trainer.main_ppo) ;;
+  grpo_*) entry=(python3 -m verl.trainer.main_ppo) ;;
   *) entry=(python3 -m stare_rl.engines.verl_main) ;;
 esac
 overrides=()
