@@ -112,7 +112,8 @@ def test_stare_train_warns_on_a_reward_that_is_always_zero(tmp_path: Path, capsy
         status = cli.main(["train", "--model", str(model_dir), "--dataset", str(data), "--reward", "task",
                            "--output_dir", str(run), "--max_steps", "3", "--save_steps", "10",
                            "--per_device_train_batch_size", "8", "--num_generations", "4",
-                           "--max_completion_length", "4", "--dynamic_sampling", "true", "--warn_after_steps", "2",
+                           "--max_completion_length", "4", "--dynamic_sampling", "true", "--dynamic_sampling_mode", "mask",
+                           "--warn_after_steps", "2",
                            "--eval_k", "2", "--disable_tqdm", "true"])
     assert status == 0
     assert "the reward was 0 for every completion in the last 2 steps (to step 2)" in caplog.text
