@@ -130,6 +130,19 @@ class WarmStartArgs:
     warmstart_learning_rate: float | None = field(
         default=None, metadata={"help": "SFT learning rate of the warm start (default: WarmStartConfig's)."}
     )
+    warmstart_batch_size: int | None = field(
+        default=None, metadata={"help": "SFT rows per optimiser step of the warm start (default: WarmStartConfig's)."}
+    )
+    warmstart_eval_rows: int | None = field(
+        default=None, metadata={"help": "Held-out prompts for the warm start's stop metric (default: WarmStartConfig's)."}
+    )
+    warmstart_k: int | None = field(
+        default=None, metadata={"help": "Samples per prompt of the warm start's avg@k (default: WarmStartConfig's)."}
+    )
+    warmstart_eval_every: int | None = field(
+        default=None, metadata={"help": "Measure the warm start's stop metric every this many steps (default: "
+                                "WarmStartConfig's)."}
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.warmstart_seed, int) or isinstance(self.warmstart_seed, bool) or self.warmstart_seed < 0:
@@ -141,7 +154,8 @@ class WarmStartArgs:
         from stare_rl.tasks.warmstart import WarmStartConfig
 
         given = {name: getattr(self, "warmstart_" + name)
-                 for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate")
+                 for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate", "batch_size",
+                              "eval_rows", "k", "eval_every")
                  if getattr(self, "warmstart_" + name) is not None}
         try:
             return WarmStartConfig(**given)
@@ -302,6 +316,20 @@ class LossSetup:
 def default_config_text() -> str:
     """The embedded default YAML (``stare train`` with no ``--config``)."""
     return resources.files("stare_rl").joinpath("configs", DEFAULT_CONFIG).read_text()
+
+
+def load_task_config(task: str) -> dict[str, Any]:
+    """The embedded defaults of one task (``configs/<task>.yaml``, e.g. the tool task's shorter run), or ``{}``.
+
+    Applied on top of the embedded default when no ``--config`` is given; command-line flags still win.
+    """
+    path = resources.files("stare_rl").joinpath("configs", f"{task}.yaml")
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"embedded config for task={task!r} must be a mapping of field: value")
+    return data
 
 
 def load_yaml_config(path: str | None) -> dict[str, Any]:

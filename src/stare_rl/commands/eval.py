@@ -96,7 +96,7 @@ def format_table(metrics: dict[str, Any], source: str, model: str) -> str:
     lines = [f"model:  {model}", f"source: {source}", f"prompts {metrics['n']}, k {k}, temperature "
              f"{metrics['temperature']}, top_p {metrics['top_p']}", ""]
     keys = [*_accuracy_keys(metrics), "greedy_acc", "mean_response_length", "entropy"]
-    keys += [key for key in metrics if key.startswith("reflection/")]
+    keys += [key for key in metrics if key.startswith(("reflection/", "tools/"))]
     width = max(len(key) for key in keys)
     for key in keys:
         value = metrics[key]
@@ -145,6 +145,32 @@ def run_protocol(args: argparse.Namespace) -> dict[str, Any]:
             "average": sum(headline) / len(headline), "by_source": by_source}
 
 
+def _tool_task(args: argparse.Namespace) -> Any:
+    """The embedded tool task to evaluate on (None for a dataset or a plain task)."""
+    if args.dataset:
+        return None
+    from stare_rl.tasks import get_task, is_tool_task
+    from stare_rl.tasks.warmstart import read_task_info
+
+    info = read_task_info(args.model) or {}
+    name = args.task or info.get("task", "arithmetic")
+    task = get_task(name, **(info.get("task_kwargs", {}) if name == info.get("task") else {}))
+    return task if is_tool_task(task) else None
+
+
+def _evaluate_tool_task(args: argparse.Namespace, task: Any) -> tuple[dict[str, Any], str]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from stare_rl.tasks.tool_eval import evaluate_tool_task
+
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(args.model), AutoTokenizer.from_pretrained(args.model)
+    rows = task.make_split("test", args.n or DEFAULT_PROMPTS, args.seed)
+    metrics = evaluate_tool_task(model, tokenizer, task, rows, k=args.k, temperature=args.temperature,
+                                 max_completion_length=args.max_new_tokens, batch_size=args.batch_size,
+                                 seed=args.seed)
+    return metrics, f"task {task!r} (test split, episodes with its tools)"
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -159,11 +185,16 @@ def main(argv: list[str]) -> int:
     from stare_rl.evaluation import evaluate
 
     try:
+        tool_task = None if args.protocol else _tool_task(args)
         if args.protocol:
             metrics = {"model": str(args.model), **run_protocol(args)}
             text = (f"model:    {args.model}\nprotocol: {metrics['protocol']} (temperature {metrics['temperature']}, "
                     f"top_p {metrics['top_p']})\n\n{format_source_table(metrics['by_source'])}\n\n"
                     f"  average of the avg@n column: {metrics['average']:.4f}")
+        elif tool_task is not None:  # multi-turn episodes with the task's tools (tasks/tool_eval.py)
+            metrics, source = _evaluate_tool_task(args, tool_task)
+            metrics = {"model": str(args.model), "source": source, **metrics}
+            text = format_table(metrics, source, str(args.model))
         else:
             rows, reward, answer_fn, source, max_new = _rows_and_reward(args)
             metrics = evaluate(args.model, None, rows, reward, k=args.k, temperature=args.temperature,

@@ -31,7 +31,13 @@ from stare_rl.commands.preflight import (
     owners_of_field,
     raise_instead_of_exit,
 )
-from stare_rl.train_config import DEFAULT_CONFIG, ModelTaskArgs, WarmStartArgs, load_yaml_config
+from stare_rl.train_config import (
+    DEFAULT_CONFIG,
+    ModelTaskArgs,
+    WarmStartArgs,
+    load_task_config,
+    load_yaml_config,
+)
 
 CONFIG_BASES = ("default", "none")
 EPILOG = (
@@ -140,13 +146,19 @@ def _cli_keys(argv: list[str]) -> list[str]:
     return [tok[2:].split("=", 1)[0] for tok in argv if tok.startswith("--")]
 
 
-def _layered_config(config: str | None, config_base: str = "default") -> tuple[dict[str, Any], dict[str, str], str]:
+def _layered_config(config: str | None, config_base: str = "default",
+                    task: str | None = None) -> tuple[dict[str, Any], dict[str, str], str]:
     """``(values, origin of each key, note)``: the embedded default, with ``config``'s keys on top (or
-    ``config`` alone with ``config_base='none'``)."""
+    ``config`` alone with ``config_base='none'``). Without ``config``, an embedded task's own defaults
+    (``configs/<task>.yaml``) go on top of the default."""
     embedded = f"the embedded default ({DEFAULT_CONFIG})"
     default = load_yaml_config(None)
     if config is None:
-        return default, dict.fromkeys(default, embedded), f"config: {embedded}"
+        name = task or str(default.get("task", ModelTaskArgs.task))
+        own = load_task_config(name)
+        origin = {**dict.fromkeys(default, embedded), **dict.fromkeys(own, f"the embedded {name}.yaml")}
+        note = f"config: {embedded}" + (f" + the embedded {name}.yaml" if own else "")
+        return {**default, **own}, origin, note
     own = load_yaml_config(config)
     if config_base == "none":
         return own, dict.fromkeys(own, config), f"config: {config} alone (config_base none: library defaults below)"
@@ -163,7 +175,7 @@ def plan_run(argv: list[str]) -> Plan | None:
     """Parse and validate ``argv`` (``None`` after printing --help). Raises ValueError on bad input."""
     argv = join_negative_values(list(argv))
     config, method, task, rest, want_help, config_base = _pre_parse(argv)
-    base, origin, base_note = _layered_config(config, config_base)
+    base, origin, base_note = _layered_config(config, config_base, task)
     method = method or str(base.get("method", "stare"))
     parser = build_parser(method)
     raise_instead_of_exit(parser)
@@ -276,6 +288,10 @@ def prepare(plan: Plan) -> Prepared:
     resume = _resume_point(grpo)
     model, tokenizer, max_positions = _model_for_checks(ta, task, grpo)
     train_rows, eval_rows, files, notes, warnings = _split_rows(ta, grpo.seed, task)
+    if _is_tool_task(task, ta):  # TRL plays the episodes from chat prompts
+        train_rows = [{"prompt": task.chat_prompt(r), "answer": r["answer"]} for r in train_rows]
+        if "max_tool_calling_iterations" not in plan.explicit:
+            grpo.max_tool_calling_iterations = task.max_tool_calls  # the turn limit
     warnings += _check_data(files, tokenizer, max_positions, grpo.max_completion_length, ta.model,
                             math=reward_fn.__name__ == "math_reward")
     if ta.model == "tiny":
@@ -334,6 +350,13 @@ def _check_data(files: list[DataFile], tokenizer: Any, max_positions: int | None
             preflight.check_math_answers(rows, where, what)
     cannot = preflight.math_reward_warning(tokenizer, model) if math else None
     return warnings + ([cannot] if cannot else [])
+
+
+def _is_tool_task(task: Any, ta: ModelTaskArgs) -> bool:
+    """An embedded multi-turn tool task played by TRL's tool loop (not with a dataset)."""
+    from stare_rl.tasks import is_tool_task
+
+    return task is not None and is_tool_task(task) and ta.dataset is None
 
 
 def _resume_point(grpo: Any) -> str | None:
@@ -432,8 +455,16 @@ def _evaluate(prep: Prepared, model: Any, tokenizer: Any, out: Path, label: str)
     from stare_rl.runlog import write_json_atomic
 
     ta, grpo = prep.plan.task_args, prep.plan.grpo
-    result = evaluate(model, tokenizer, prep.eval_rows, prep.reward_fn, k=ta.eval_k, temperature=grpo.temperature,
-                      top_p=grpo.top_p, max_new_tokens=grpo.max_completion_length, seed=grpo.seed)
+    if _is_tool_task(prep.task, ta):  # multi-turn episodes with the task's tools
+        from stare_rl.tasks.tool_eval import evaluate_tool_task
+
+        result = evaluate_tool_task(model, tokenizer, prep.task, prep.eval_rows, k=ta.eval_k,
+                                    temperature=grpo.temperature, max_completion_length=grpo.max_completion_length,
+                                    max_tool_calls=grpo.max_tool_calling_iterations, seed=grpo.seed)
+    else:
+        result = evaluate(model, tokenizer, prep.eval_rows, prep.reward_fn, k=ta.eval_k,
+                          temperature=grpo.temperature, top_p=grpo.top_p, max_new_tokens=grpo.max_completion_length,
+                          seed=grpo.seed)
     write_json_atomic(out, result)
     shown = {k: v for k, v in result.items() if isinstance(v, int | float) and not k.startswith("reflection/")}
     print(f"{label}: " + json.dumps(shown), flush=True)
@@ -450,15 +481,23 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
     from stare_rl.runlog import INITIAL_EVAL_FILE, write_json_atomic
 
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
-    watch = TrainingWatch(patience=ta.warn_after_steps, reward_note=next((n for n in prep.notes if n.startswith("reward:")), ""))
+    watch = TrainingWatch(patience=ta.warn_after_steps,
+                          reward_note=next((n for n in prep.notes if n.startswith("reward:")), ""))
+    if _is_tool_task(prep.task, ta):  # TRL's own multi-turn tool loop plays the episodes (engines/trl_tools.py)
+        from stare_rl.engines.trl_tools import make_tool_reward_func
+
+        reward_func, extra = make_tool_reward_func(prep.reward_fn, ta.reward_timeout_s), {"tools": list(prep.task.tools)}
+    else:
+        reward_func, extra = make_reward_func(prep.reward_fn, ta.reward_timeout_s), {}
     trainer = StareGRPOTrainer(
         model=model,
-        reward_funcs=make_reward_func(prep.reward_fn, ta.reward_timeout_s),
+        reward_funcs=reward_func,
         args=grpo,
         train_dataset=Dataset.from_list(prep.train_rows),
         processing_class=tokenizer,
         setup=plan.setup,
         callbacks=[watch],
+        **extra,
     )
     before, before_path = None, layout.root / INITIAL_EVAL_FILE
     if ta.initial_eval and ta.final_eval and prep.resume is None:

@@ -12,14 +12,20 @@ from typing import Any
 
 from stare_rl.tasks.arithmetic import ArithmeticTask
 from stare_rl.tasks.base import Task
+from stare_rl.tasks.calc_tool import CalcToolTask
 from stare_rl.tasks.countdown import CountdownTask
 
-_TASKS: dict[str, type[Task]] = {"arithmetic": ArithmeticTask, "countdown": CountdownTask}
+_TASKS: dict[str, type[Task]] = {"arithmetic": ArithmeticTask, "calc_tool": CalcToolTask, "countdown": CountdownTask}
 
 
 def list_tasks() -> list[str]:
     """Names of the embedded tasks, sorted."""
     return sorted(_TASKS)
+
+
+def is_tool_task(task: Task) -> bool:
+    """Whether ``task`` is played as multi-turn tool use (chat prompts, ``tools``, ``sft_messages``)."""
+    return bool(getattr(task, "is_tool_task", False))
 
 
 def get_task(name: str, **kwargs: Any) -> Task:
@@ -32,4 +38,4 @@ def get_task(name: str, **kwargs: Any) -> Task:
         raise ValueError(f"task={name!r} does not accept these settings {sorted(kwargs)}: {err}") from err
 
 
-__all__ = ["ArithmeticTask", "CountdownTask", "Task", "get_task", "list_tasks"]
+__all__ = ["ArithmeticTask", "CalcToolTask", "CountdownTask", "Task", "get_task", "is_tool_task", "list_tasks"]

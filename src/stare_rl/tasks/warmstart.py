@@ -167,9 +167,12 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
 
     from stare_rl.models.tiny import build_tiny_model
     from stare_rl.models.tokenizer import build_char_tokenizer
+    from stare_rl.tasks import is_tool_task
 
     start, cpu_start = time.perf_counter(), time.process_time()
-    tokenizer = build_char_tokenizer(task.alphabet)
+    tool_task = is_tool_task(task)
+    # A tool task brings its own tokenizer (chat template + tool-call tokens): models/tool_tokenizer.py.
+    tokenizer = task.build_tokenizer() if tool_task else build_char_tokenizer(task.alphabet)
     model = build_tiny_model(tokenizer, config.hidden_size, config.num_layers, config.num_heads, seed=seed)
     # Small tasks may hold fewer train prompts than asked for: take them all, the first eval_rows held out.
     rows = task.make_split("train", config.train_rows + config.eval_rows, seed, allow_fewer=True)
@@ -177,7 +180,10 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
         raise ValueError(f"task {task!r} has only {len(rows)} train prompts; eval_rows={config.eval_rows} "
                          "needs at least twice as many")
     held_out, train = rows[: config.eval_rows], rows[config.eval_rows :]
-    dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": task.sft_target(r)} for r in train])
+    if tool_task:  # whole episodes (calls and tool results); the loss sees only the assistant turns
+        dataset = Dataset.from_list([{"messages": task.sft_messages(r)} for r in train])
+    else:
+        dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": task.sft_target(r)} for r in train])
     stopper = _StopOnMetric(task, tokenizer, held_out, config, progress)
     args = SFTConfig(
         output_dir=str(out / "_trainer"),
@@ -187,7 +193,8 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
         lr_scheduler_type="constant_with_warmup",
         warmup_steps=config.warmup_steps,
         weight_decay=0.0,
-        completion_only_loss=True,
+        completion_only_loss=None if tool_task else True,
+        assistant_only_loss=tool_task,
         max_length=128,
         packing=False,
         logging_steps=config.eval_every,
@@ -255,13 +262,23 @@ class _StopOnMetric(_make_callback_base()):  # type: ignore[misc]
 
     def measure(self, model: Any, step: int) -> dict[str, Any]:
         from stare_rl.evaluation import evaluate
+        from stare_rl.tasks import is_tool_task
 
+        if is_tool_task(self.task):
+            from stare_rl.tasks.tool_eval import evaluate_tool_task
+
+            result = evaluate_tool_task(model, self.tokenizer, self.task, self.rows, k=self.config.k, seed=step)
+            return self._record(step, result)
         result = evaluate(model, self.tokenizer, self.rows, self.task.reward, k=self.config.k,
                           max_new_tokens=self.task.max_completion_chars + 1, seed=step, progress=False)
+        return self._record(step, result)
+
+    def _record(self, step: int, result: dict[str, Any]) -> dict[str, Any]:
         k = self.config.k
         entry = {"step": step, "greedy_acc": result["greedy_acc"], f"avg@{k}": result[f"avg@{k}"],
                  f"pass@{k}": result[f"pass@{k}"], "entropy": result["entropy"],
-                 "mean_response_length": result["mean_response_length"]}
+                 "mean_response_length": result["mean_response_length"],
+                 **{key: value for key, value in result.items() if key.startswith("tools/")}}
         self.history.append(entry)
         logger.info("warm start step %d: %s", step, entry)
         return entry
