@@ -6,6 +6,8 @@ one ``(chunk, V)`` float32 block, never a second full copy of the logits.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 DEFAULT_CHUNK = 1024
@@ -21,20 +23,70 @@ def logprobs_and_entropy(
     """Log-probability of the sampled tokens and full-vocabulary entropy from logits.
 
     Args:
-        logits: ``(..., V)`` unnormalised logits (any float dtype; math is float32).
+        logits: ``(..., V)`` unnormalised logits (any float dtype; math is float32, float64 stays float64).
         tokens: ``(...)`` sampled token ids, same leading shape as ``logits``.
         temperature: logits are divided by it before the softmax (> 0).
         chunk_size: number of token positions processed at once.
         with_entropy: compute the entropy too.
 
     Returns:
-        ``(log_prob, entropy)`` with the leading shape of ``tokens``, float32; entropy is ``None`` when not
-        requested. Gradients flow through both.
+        ``(log_prob, entropy)`` with the leading shape of ``tokens``; entropy is ``None`` when not requested.
+        Gradients flow through both.
 
     Notes:
-        Without autograd (``torch.no_grad()`` or logits not requiring grad) the extra peak memory is one
-        ``(chunk, V)`` float32 block (plus 1/16 of one); with autograd every chunk's softmax is kept for the
-        backward, as in any unfused implementation.
+        :func:`token_stats` without the second moments: one read of each ``(chunk, V)`` block; the extra peak
+        memory is about one ``(chunk, V)`` float32 block with or without autograd (the backward recomputes
+        each chunk instead of keeping its softmax), besides the gradient of ``logits`` itself.
+    """
+    stats = token_stats(logits, tokens, temperature, chunk_size, entropy=with_entropy)
+    return stats.log_prob, stats.entropy
+
+
+class TokenStats(NamedTuple):
+    """Per-token quantities of one fused pass over the logits (:func:`token_stats`); ``(...)`` float32 each.
+
+    ``entropy`` is ``None`` unless requested; ``sum_p2`` (``sum_j pi_j^2``) and ``sum_p2_logp``
+    (``sum_j pi_j^2 log pi_j``, the policy-average baseline of S(a)) are ``None`` unless ``second_moments``.
+    """
+
+    log_prob: torch.Tensor
+    entropy: torch.Tensor | None
+    sum_p2: torch.Tensor | None
+    sum_p2_logp: torch.Tensor | None
+
+
+def token_stats(
+    logits: torch.Tensor,
+    tokens: torch.Tensor,
+    temperature: float = 1.0,
+    chunk_size: int = DEFAULT_CHUNK,
+    *,
+    entropy: bool = True,
+    second_moments: bool = False,
+) -> TokenStats:
+    """``log pi(a)``, ``H`` and ``sum pi^2``, ``sum pi^2 log pi`` in ONE chunked read of the logits.
+
+    With ``d = z - max z`` and ``e = exp(d)`` per position: ``S0 = sum e``, ``S1 = sum e d``, ``S2 = sum e^2``,
+    ``Q = sum e^2 d`` give ``log pi_a = d_a - log S0``, ``H = log S0 - S1 / S0``, ``sum pi^2 = S2 / S0^2`` and
+    ``sum pi^2 log pi = (Q - S2 log S0) / S0^2``. These make the exact entropy sensitivity
+    ``S(a) = pi_a (log pi_a + H) - (sum pi^2 log pi + H sum pi^2)`` (:func:`sensitivity_from_stats`).
+
+    Args:
+        logits: ``(..., V)`` unnormalised logits (any float dtype; math is float32, float64 stays float64).
+        tokens: ``(...)`` sampled token ids, the leading shape of ``logits``.
+        temperature: logits are divided by it (> 0).
+        chunk_size: token positions per chunk.
+        entropy: compute ``H``.
+        second_moments: compute ``sum pi^2`` and ``sum pi^2 log pi``.
+
+    Returns:
+        :class:`TokenStats`, each ``(...)``. Every returned quantity is differentiable w.r.t. ``logits``.
+
+    Notes:
+        A custom autograd function: the forward keeps no softmax (only ``logits`` by reference and four
+        floats per position) and the backward recomputes each chunk, so with or without autograd the extra
+        peak memory is about one ``(chunk, V)`` float32 block besides the gradient of ``logits`` itself
+        (closed forms of every derivative in :class:`_FusedTokenStats`). No double backward.
     """
     if temperature <= 0:
         raise ValueError(f"temperature={temperature} must be > 0")
@@ -44,59 +96,142 @@ def logprobs_and_entropy(
         raise ValueError(f"tokens shape {tuple(tokens.shape)} does not match logits {tuple(logits.shape[:-1])}")
     lead = tokens.shape
     flat_logits = logits.reshape(-1, logits.shape[-1])  # (N, V) view, no copy
-    flat_tokens = tokens.reshape(-1)  # (N,)
-    chunk_fn = _chunk_autograd if (torch.is_grad_enabled() and logits.requires_grad) else _chunk_no_grad
-    logps, ents = [], []
-    for start in range(0, flat_tokens.numel(), chunk_size):
-        stop = start + chunk_size
-        lp, ent = chunk_fn(flat_logits[start:stop], flat_tokens[start:stop], temperature, with_entropy)
-        logps.append(lp)
-        ents.append(ent)
-    log_prob = torch.cat(logps).reshape(lead) if logps else flat_logits.new_zeros(lead, dtype=torch.float32)
-    entropy = None
-    if with_entropy:
-        entropy = torch.cat(ents).reshape(lead) if ents else flat_logits.new_zeros(lead, dtype=torch.float32)
-    return log_prob, entropy
+    outs = _FusedTokenStats.apply(flat_logits, tokens.reshape(-1), float(temperature), int(chunk_size),
+                                  bool(entropy), bool(second_moments))
+    return TokenStats(*(None if x is None else x.reshape(lead) for x in outs))
 
 
-def _chunk_autograd(
-    logits: torch.Tensor, tokens: torch.Tensor, temperature: float, with_entropy: bool
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One chunk with autograd (out-of-place ops; backward keeps the softmax of every chunk)."""
-    chunk = logits.float()  # (c, V) float32 block
-    if temperature != 1.0:
-        chunk = chunk / temperature
-    logz = torch.logsumexp(chunk, dim=-1)  # (c,)
-    log_prob = chunk.gather(-1, tokens.unsqueeze(-1)).squeeze(-1) - logz
-    if not with_entropy:
-        return log_prob, logz
-    p = torch.softmax(chunk, dim=-1)  # (c, V)
-    return log_prob, logz - (p * chunk).sum(-1)  # H = logZ - E_p[z]
+def sensitivity_from_stats(stats: TokenStats) -> torch.Tensor:
+    """Exact S(a) ``= pi_a (log pi_a + H) - (sum pi^2 log pi + H sum pi^2)`` from :func:`token_stats`
+    (called with ``entropy=True, second_moments=True``). Detached, ``(...)``."""
+    if stats.entropy is None or stats.sum_p2 is None or stats.sum_p2_logp is None:
+        raise ValueError("stats must hold entropy and the second moments (token_stats(..., second_moments=True))")
+    lp, h = stats.log_prob.detach(), stats.entropy.detach()
+    return lp.exp() * (lp + h) - (stats.sum_p2_logp.detach() + h * stats.sum_p2.detach())
 
 
-def _chunk_no_grad(
-    logits: torch.Tensor, tokens: torch.Tensor, temperature: float, with_entropy: bool
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One chunk without autograd in a single ``(c, V)`` float32 block (in-place ops, dot-product reductions).
+def _stats_dtype(logits: torch.Tensor) -> torch.dtype:
+    return torch.float64 if logits.dtype == torch.float64 else torch.float32
 
-    With ``d = z - max z``: ``log pi_a = d_a - log S0`` and ``H = log S0 - S1 / S0`` where ``S0 = sum e^d`` and
-    ``S1 = sum e^d d``; the exponentials are formed a few rows at a time, so the extra peak stays one block.
+
+class _FusedTokenStats(torch.autograd.Function):
+    """Forward: one chunked pass (see :func:`token_stats`). Backward, per chunk, with ``l = log pi``, ``p = pi``
+    and ``tau`` the temperature (``g_*`` the incoming gradients, per position)::
+
+        d log pi_a / dz_j      = (1[j = a] - p_j) / tau
+        d H / dz_j             = -p_j (l_j + H) / tau
+        d sum p^2 / dz_j       = 2 p_j (p_j - sum p^2) / tau
+        d sum p^2 l / dz_j     = (p_j^2 (2 l_j + 1) - p_j (2 sum p^2 l + sum p^2)) / tau
+
+    so ``dL/dz_j = g_lp 1[j = a] / tau + p_j (alpha + beta l_j + gamma p_j + delta p_j l_j) / tau`` with per-row
+    ``alpha = -g_lp - g_H H - 2 g_S2 S2 - g_Q (2 Q + S2)``, ``beta = -g_H``, ``gamma = 2 g_S2 + g_Q``,
+    ``delta = 2 g_Q``: a few passes over half a chunk at a time, written straight into the gradient.
     """
-    d = logits.to(torch.float32, copy=True)  # (c, V) the one float32 block
+
+    @staticmethod
+    def forward(ctx, logits, tokens, temperature, chunk_size, want_entropy, want_moments):  # noqa: ANN001
+        ctx.set_materialize_grads(False)  # unused outputs (e.g. an entropy kept for metrics) cost nothing
+        n = tokens.numel()
+        dt = _stats_dtype(logits)
+        log_z = torch.empty(n, dtype=dt, device=logits.device)  # (N,) logZ of z / tau
+        log_prob = torch.empty_like(log_z)  # (N,) log pi_a
+        ent = torch.empty_like(log_z) if want_entropy else None
+        s2 = torch.empty_like(log_z) if want_moments else None
+        q = torch.empty_like(log_z) if want_moments else None
+        with torch.no_grad():
+            for start in range(0, n, chunk_size):
+                rows = slice(start, start + chunk_size)
+                _fused_chunk(logits[rows], tokens[rows], temperature, log_z[rows], log_prob[rows],
+                             None if ent is None else ent[rows], None if s2 is None else s2[rows],
+                             None if q is None else q[rows])
+        ctx.save_for_backward(logits, tokens, log_z, ent, s2, q)
+        ctx.temperature, ctx.chunk_size = temperature, chunk_size
+        return log_prob, ent, s2, q
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g_lp, g_h, g_s2, g_q):  # noqa: ANN001
+        logits, tokens, log_z, ent, s2, q = ctx.saved_tensors
+        if not ctx.needs_input_grad[0] or all(g is None for g in (g_lp, g_h, g_s2, g_q)):
+            return None, None, None, None, None, None
+        tau, n = ctx.temperature, tokens.numel()
+        zero = torch.zeros_like(log_z)
+        g_lp, g_h = (zero if g is None else g.to(zero.dtype) for g in (g_lp, g_h))
+        g_s2, g_q = (zero if g is None else g.to(zero.dtype) for g in (g_s2, g_q))
+        h = zero if ent is None else ent
+        s2_, q_ = (zero, zero) if s2 is None else (s2, q)
+        alpha = -g_lp - g_h * h - 2 * g_s2 * s2_ - g_q * (2 * q_ + s2_)  # (N,) per-row coefficients
+        beta, gamma, delta = -g_h, 2 * g_s2 + g_q, 2 * g_q
+        with_p2 = bool((gamma != 0).any() or (delta != 0).any())
+        grad = torch.empty_like(logits)  # (N, V) in the logits' dtype, as autograd would make it
+        step = max(1, ctx.chunk_size // (3 if with_p2 else 2))  # 2-3 (step, V) temporaries: one chunk block
+        for start in range(0, n, step):
+            r = slice(start, start + step)
+            logp = logits[r].to(zero.dtype, copy=True)  # (c, V) -> log pi, in place
+            if tau != 1.0:
+                logp.div_(tau)
+            logp.sub_(log_z[r].unsqueeze(-1))
+            p = logp.exp()  # (c, V)
+            if with_p2:  # gamma p + delta p logp = p (gamma + delta logp)
+                extra = logp.mul(delta[r].unsqueeze(-1)).add_(gamma[r].unsqueeze(-1)).mul_(p)
+                logp.mul_(beta[r].unsqueeze(-1)).add_(alpha[r].unsqueeze(-1)).add_(extra)
+                del extra
+            else:
+                logp.mul_(beta[r].unsqueeze(-1)).add_(alpha[r].unsqueeze(-1))  # alpha + beta logp
+            logp.mul_(p)  # p (alpha + beta logp + ...)
+            logp.scatter_add_(-1, tokens[r].unsqueeze(-1), g_lp[r].unsqueeze(-1))  # + g_lp 1[j = a]
+            if tau != 1.0:
+                logp.div_(tau)
+            grad[r].copy_(logp)
+            del p, logp
+        return grad, None, None, None, None, None
+
+
+def _fused_chunk(
+    logits: torch.Tensor,
+    tokens: torch.Tensor,
+    temperature: float,
+    log_z: torch.Tensor,
+    log_prob: torch.Tensor,
+    ent: torch.Tensor | None,
+    s2: torch.Tensor | None,
+    q: torch.Tensor | None,
+) -> None:
+    """One chunk of :func:`token_stats`' forward, written into the given ``(c,)`` slices (no autograd).
+
+    One ``(c, V)`` block ``d = z - max z``; the exponentials are formed 1/64 of the block at a time and every
+    sum is a dot product (``bmm``) of them with ``d`` or with themselves.
+    """
+    d = logits.to(_stats_dtype(logits), copy=True)  # (c, V) the one block
     if temperature != 1.0:
         d.div_(temperature)
-    d.sub_(d.amax(dim=-1, keepdim=True))  # (c, V) z - max z <= 0
-    s0 = torch.empty(d.shape[0], dtype=torch.float32, device=d.device)  # (c,)
-    s1 = torch.zeros_like(s0)
-    rows = max(1, d.shape[0] // 64)  # exp of 1/64 of the block at a time
-    for r in range(0, d.shape[0], rows):
-        e = d[r : r + rows].exp()  # (rows, V)
+    m = d.amax(dim=-1, keepdim=True)  # (c, 1)
+    d.sub_(m)  # z - max z <= 0
+    c = d.shape[0]
+    s0 = torch.empty(c, dtype=d.dtype, device=d.device)  # sum e
+    s1 = torch.empty_like(s0)  # sum e d
+    sq = torch.empty_like(s0)  # sum e^2
+    qq = torch.empty_like(s0)  # sum e^2 d
+    rows = max(1, c // 64)
+    for r in range(0, c, rows):
+        dr = d[r : r + rows]  # (rows, V)
+        e = dr.exp()
         s0[r : r + rows] = e.sum(-1)
-        if with_entropy:
-            s1[r : r + rows] = torch.bmm(e.unsqueeze(1), d[r : r + rows].unsqueeze(2)).reshape(-1)
-    log_s0 = torch.log(s0)  # (c,) = logZ - max z
-    log_prob = d.gather(-1, tokens.unsqueeze(-1)).squeeze(-1) - log_s0
-    return log_prob, log_s0 - s1 / s0
+        if ent is not None:
+            s1[r : r + rows] = torch.bmm(e.unsqueeze(1), dr.unsqueeze(2)).reshape(-1)
+        if s2 is not None:
+            e.mul_(e)  # e^2 in place
+            sq[r : r + rows] = e.sum(-1)
+            qq[r : r + rows] = torch.bmm(e.unsqueeze(1), dr.unsqueeze(2)).reshape(-1)
+    log_s0 = torch.log(s0)  # logZ - max z
+    log_z.copy_(log_s0 + m.squeeze(-1))
+    log_prob.copy_(d.gather(-1, tokens.unsqueeze(-1)).squeeze(-1) - log_s0)
+    if ent is not None:
+        ent.copy_(log_s0 - s1 / s0)
+    if s2 is not None and q is not None:
+        inv = s0.pow(-2)
+        s2.copy_(sq * inv)
+        q.copy_((qq - sq * log_s0) * inv)
 
 
 def entropy_from_logits(logits: torch.Tensor, temperature: float = 1.0, chunk_size: int = DEFAULT_CHUNK) -> torch.Tensor:
@@ -116,20 +251,15 @@ def entropy_sensitivity(
     """Exact first-order entropy sensitivity of a softmax policy (STARE §3).
 
     A logit-space step of size eta on ``A * log pi_a`` changes the entropy by about ``-eta * A * S(a)`` with
-    ``S(a) = pi_a (log pi_a + H) - sum_j pi_j^2 (log pi_j + H)``.
+    ``S(a) = pi_a (log pi_a + H) - sum_j pi_j^2 (log pi_j + H)``: one fused read of the logits
+    (:func:`token_stats` with the second moments, extra memory about one ``(chunk, V)`` block).
 
     Returns:
         ``(...)`` float32 S(a) at each position, detached.
     """
-    flat_logits = logits.detach().reshape(-1, logits.shape[-1])
-    flat_tokens = tokens.reshape(-1)
-    out = []
-    for start in range(0, flat_tokens.numel(), chunk_size):
-        z = flat_logits[start : start + chunk_size].float() / temperature  # (c, V)
-        out.append(sensitivity_from_log_probs(torch.log_softmax(z, dim=-1), flat_tokens[start : start + chunk_size]))
-    if not out:
-        return flat_logits.new_zeros(tokens.shape, dtype=torch.float32)
-    return torch.cat(out).reshape(tokens.shape)
+    with torch.no_grad():
+        stats = token_stats(logits.detach(), tokens, temperature, chunk_size, second_moments=True)
+    return sensitivity_from_stats(stats).float()
 
 
 def sensitivity_from_log_probs(logp: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

@@ -2,8 +2,9 @@
 
 This is the only module that imports ``trl``. It translates, nothing more:
 
-- tensors: TRL's completion batch -> :class:`~stare_rl.types.TokenBatch` (TRL's own per-token log-probs and
-  full-vocabulary entropies, computed at the sampling temperature) -> ``compute_loss`` + ``aggregate``;
+- tensors: TRL's completion batch -> :class:`~stare_rl.types.TokenBatch` (TRL's own per-token log-probs and,
+  where the method, an entropy bonus, the controllers' measuring forward or the quadrant diagnostics need
+  them, full-vocabulary entropies, at the sampling temperature) -> ``compute_loss`` + ``aggregate``;
 - controllers: once per generation batch, before any update on it, the batch (current policy's log-probs and
   entropies) goes to :meth:`StepController.begin_step <stare_rl.step_control.StepController.begin_step>`
   (measure H -> the method's controllers and the adaptive entropy coefficient -> global statistics); the
@@ -17,14 +18,16 @@ TRL private hooks overridden (checked by ``tests/test_trl_engine.py``): :data:`T
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import is_peft_model
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
@@ -152,6 +155,8 @@ class StareGRPOTrainer(GRPOTrainer):
         self._rewards: torch.Tensor | None = None
         super().__init__(*args, **kwargs)
         check_superseded(self.args)
+        base = self.model.get_base_model() if is_peft_model(self.model) else self.model
+        self._head = LMHeadSwitch(base, self.temperature, self.args.cast_lm_head_to_fp32)
         if setup.dynamic_sampling and setup.dynamic_sampling_mode == "refill" and not hasattr(
                 self.train_dataset, "__getitem__"):
             raise ValueError("dynamic_sampling_mode='refill' draws extra prompts by index and needs a map-style "
@@ -195,9 +200,10 @@ class StareGRPOTrainer(GRPOTrainer):
 
     def _generate_round(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """TRL's generation and scoring of ``inputs``; when TRL also computes the old policy's log-probs and the
-        method needs the old policy's entropy (STEER), that same no-grad pass returns it as ``old_entropy``."""
-        self._capture_old_entropy = (self.model.training and self.setup_needs_old_entropy
-                                     and self._computes_old_logps())
+        method needs the old policy's entropy (STEER) or the controllers measure this batch before training on
+        it (``steps_per_generation > 1``), that same no-grad pass returns it as ``old_entropy``."""
+        self._capture_old_entropy = (self.model.training and self._computes_old_logps()
+                                     and (self.setup_needs_old_entropy or self._measures_at_generation()))
         self._old_entropy = None
         try:
             out = super()._generate_and_score_completions(inputs)
@@ -221,10 +227,18 @@ class StareGRPOTrainer(GRPOTrainer):
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,  # type: ignore[override]
                                            *args: Any, compute_entropy: bool = False, **kwargs: Any):
+        """TRL's forward through its fused LM head, with the full-vocabulary entropy only when asked for.
+
+        TRL 1.16 computes the entropy inside the same tile pass as the log-probs on every call; the adapter
+        switches to a log-prob-only head when nobody needs it (:class:`LMHeadSwitch`). In a generation round,
+        TRL's own no-grad old-log-prob pass keeps its entropies (``old_entropy``).
+        """
         capture = getattr(self, "_capture_old_entropy", False) and model is self.model
-        logps, entropies, aux = super()._get_per_token_logps_and_entropies(
-            model, input_ids, attention_mask, logits_to_keep, *args, compute_entropy=compute_entropy or capture,
-            **kwargs)
+        entropy = compute_entropy or capture
+        head = getattr(self, "_head", None)
+        with contextlib.nullcontext() if head is None else head.entropy(entropy):
+            logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, *args, compute_entropy=entropy, **kwargs)
         if capture:  # the first pass of a generation round with the policy itself: TRL's old log-prob pass
             self._old_entropy, self._capture_old_entropy = entropies.detach(), False
             entropies = entropies if compute_entropy else None
@@ -308,14 +322,46 @@ class StareGRPOTrainer(GRPOTrainer):
 
         With ``steps_per_generation == 1`` the first training micro-batch *is* this rank's whole generation
         batch and its forward runs before any update on it, so the measurement is deferred to that forward
-        (``None`` returned) instead of paying for an extra pass; otherwise one no-grad pass measures it here.
+        (``None`` returned) instead of paying for an extra pass. Otherwise, when TRL made its own no-grad
+        old-log-prob pass over this batch (``num_iterations > 1``, misaligned accumulation, vLLM importance
+        sampling), its log-probs and entropies are the measurement (same model state, inputs and chunking:
+        the same numbers); else one no-grad pass measures it here (the one forward plain TRL does not make).
         """
         if not self.step_control.active:
             return LossContext()
-        if self.args.steps_per_generation == 1:
+        if not self._measures_at_generation():
             return None  # measured by the first _compute_loss on this batch
-        logps, entropies, _ = self._forward(self.model, out, compute_entropy=True)  # (B, T) each
-        return self._begin_step(trl_step_batch(out, logps.float(), entropies.float()))
+        need = self._controllers_need_entropy(out)
+        old, captured = out.get("old_per_token_logps"), out.get("old_entropy")
+        if old is not None and (captured is not None or not need):
+            logps, entropies = old, captured  # (B, T) each: TRL's pass, reused
+        else:
+            logps, entropies, _ = self._forward(self.model, out, compute_entropy=need)  # (B, T) each
+        return self._begin_step(trl_step_batch(out, logps.float(), None if entropies is None else entropies.float()))
+
+    def _measures_at_generation(self) -> bool:
+        """Whether the controllers measure the generation batch before training on it (else: first forward)."""
+        return self.step_control.active and self.args.steps_per_generation > 1
+
+    def _controllers_need_entropy(self, inputs: dict[str, Any]) -> bool:
+        """The measuring pass needs the current policy's entropy: controllers or the method's own need, or global
+        statistics of a method reading the old policy's entropy when TRL did not capture it."""
+        needs_old = self.step_control.spec.needs_old_entropy and inputs.get("old_entropy") is None
+        return self.step_control.needs_entropy or (self.step_control.global_stats_enabled and needs_old)
+
+    def _needs_entropy(self, inputs: dict[str, Any], measuring: bool) -> bool:
+        """Whether this training forward needs the full-vocabulary entropy: the method (``needs_entropy``, or
+        ``needs_old_entropy`` when TRL made no old-log-prob pass: old = current), the entropy bonus (its
+        gradient), the quadrant diagnostics, or the controllers when this forward measures."""
+        setup, spec = self.setup, self.step_control.spec
+        return (
+            spec.needs_entropy
+            or (spec.needs_old_entropy and inputs.get("old_entropy") is None)
+            or setup.quadrant_metrics
+            or setup.entropy_bonus is not None
+            or setup.adaptive_entropy is not None
+            or (measuring and self._controllers_need_entropy(inputs))
+        )
 
     @torch.no_grad()
     def _begin_step(self, batch: TokenBatch) -> LossContext:
@@ -349,11 +395,12 @@ class StareGRPOTrainer(GRPOTrainer):
     def _compute_loss(self, model, inputs):  # type: ignore[override]
         if not self.model.training:  # evaluation loss: plain vanilla token-mean, no controller
             return super()._compute_loss(model, inputs)
-        logps, entropies, aux_loss = self._forward(model, inputs, compute_entropy=True,
+        measuring = self._ctx is None
+        logps, entropies, aux_loss = self._forward(model, inputs, compute_entropy=self._needs_entropy(inputs, measuring),
                                                    compute_aux_loss=self.aux_loss_enabled)  # (B, T), grad flows
         mask = _loss_mask(inputs)  # (B, T)
         batch = trl_token_batch(inputs, logps, entropies)
-        if self._ctx is None:  # first forward on a fresh generation batch (steps_per_generation == 1)
+        if measuring:  # first forward on a fresh generation batch (steps_per_generation == 1)
             self._ctx = self._begin_step(trl_step_batch(inputs, logps, entropies))
         ctx = dataclasses.replace(self._ctx, generator=self._generator())
         out = compute_loss(self.setup.method, batch, self.setup.method_config, self.setup.surrogate, ctx)
@@ -387,9 +434,10 @@ class StareGRPOTrainer(GRPOTrainer):
         n = valid.sum().clamp(min=1.0)
         m: dict[str, torch.Tensor] = {
             "actor/pg_loss": pg_loss,
-            "actor/entropy": (batch.entropy.detach() * valid).sum() / n,
             "stare/mean_weight": (out.token_weights * valid).sum() / n,
         }
+        if batch.entropy is not None:  # computed when the method, a controller or the diagnostics need it
+            m["actor/entropy"] = (batch.entropy.detach() * valid).sum() / n
         for key in ("l_plus", "l_minus"):
             if key in out.masks:
                 m[f"stare/{key}_frac"] = (out.masks[key] & batch.valid).sum() / n
@@ -450,13 +498,14 @@ def with_is_ratio_and_bonus(out: Any, batch: TokenBatch, is_ratio: torch.Tensor 
     return out, policy_token_loss
 
 
-def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:
+def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor | None) -> TokenBatch:
     """Translate a TRL completion batch + the policy's per-token log-probs and entropies into a TokenBatch.
 
     Args:
         inputs: TRL's batch (``completion_mask``, ``advantages`` (B,), ``stare_keep``, optional ``tool_mask``
             and ``old_per_token_logps``; absent = on-policy).
-        logps, entropies: ``(B, T)`` of the current policy (TRL's, at the sampling temperature).
+        logps, entropies: ``(B, T)`` of the current policy (TRL's, at the sampling temperature); entropies
+            ``None`` when not computed.
     """
     mask = _loss_mask(inputs)  # (B, T)
     old = inputs.get("old_per_token_logps")
@@ -464,20 +513,59 @@ def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torc
     # the old policy's entropy: from TRL's old log-prob pass when it ran, else the policy has not moved since
     # generation and the current forward's entropy is the old one
     old_entropy = inputs.get("old_entropy")
-    old_entropy = entropies.detach() if old_entropy is None else old_entropy
+    if old_entropy is None and entropies is not None:
+        old_entropy = entropies.detach()
     adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
-    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype), entropies.to(logps.dtype),
-                      old_entropy=old_entropy.to(logps.dtype))
+    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype),
+                      None if entropies is None else entropies.to(logps.dtype),
+                      old_entropy=None if old_entropy is None else old_entropy.to(logps.dtype))
 
 
-def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor) -> TokenBatch:
+def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor | None) -> TokenBatch:
     """What the step controller sees: :func:`trl_token_batch`, detached. When DAPO dropped every group on every
     rank, the mask covers all completions instead: the controllers measure the policy, not the loss."""
-    batch = trl_token_batch(inputs, logps.detach(), entropies.detach())
+    batch = trl_token_batch(inputs, logps.detach(), None if entropies is None else entropies.detach())
     if float(inputs["stare_norm_tokens"]) == 0:  # global kept-token count (one reduce, done at generation)
         all_mask = _loss_mask({**inputs, "stare_keep": torch.ones_like(inputs["stare_keep"])})  # (B, T)
         batch = dataclasses.replace(batch, mask=all_mask.to(batch.log_prob.dtype))
     return batch
+
+
+class LMHeadSwitch:
+    """TRL 1.16's fused LM head with the entropy on or off per call.
+
+    ``GRPOTrainer.__init__`` patches the model with ``add_fused_lm_head(outputs=("log_probs", "entropy"))``: the
+    entropy is then computed in every call, inside the tile pass that computes the log-probs (one more
+    multiply-add and sum per logit, about 2-6% of a step at V = 151,936 with a small hidden size,
+    docs/benchmarks.md). This keeps that forward and adds a log-prob-only one
+    (``add_fused_lm_head(outputs=("log_probs",))``); :meth:`entropy` selects one for a call. Models whose
+    forward is not TRL's patched one keep it (always with entropy).
+    """
+
+    def __init__(self, model: Any, temperature: float, cast_lm_head_to_fp32: bool) -> None:
+        from trl.trainer.utils import add_fused_lm_head
+
+        self.model = model
+        self.with_entropy = model.__dict__.get("forward")  # TRL's patched, bound forward
+        self.without_entropy = None
+        func = getattr(self.with_entropy, "__func__", None)
+        if func is not None and getattr(func, "__wrapped__", None) is type(model).forward:
+            add_fused_lm_head(model, temperature=temperature, cast_lm_head_to_fp32=cast_lm_head_to_fp32,
+                              outputs=("log_probs",))  # wraps TRL's forward (generation still goes through it)
+            self.without_entropy = model.__dict__["forward"]
+            model.forward = self.with_entropy  # the default stays TRL's own
+
+    @contextlib.contextmanager
+    def entropy(self, needed: bool) -> Iterator[None]:
+        """Within the block, fused calls compute the entropy only if ``needed``."""
+        if needed or self.without_entropy is None:
+            yield
+            return
+        self.model.forward = self.without_entropy
+        try:
+            yield
+        finally:
+            self.model.forward = self.with_entropy
 
 
 def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:

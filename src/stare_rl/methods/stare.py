@@ -12,13 +12,20 @@ global statistics (surprisal thresholds) with ``selection_scope='global'``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import torch
 
 from stare_rl.control import GATE, Controller, StareGate, StareWeightSchedule
 from stare_rl.registry import GlobalStats, register_method
-from stare_rl.selection import SELECTION_SCOPES, select_top_fraction, top_fraction_threshold
+from stare_rl.selection import (
+    SELECTION_SCOPES,
+    count_true,
+    select_top_fraction,
+    top_fraction_threshold,
+    topk_count,
+)
 from stare_rl.surrogate import SurrogateConfig, TokenSigns, clipped_surrogate, token_signs
 from stare_rl.tokens import surprisal
 from stare_rl.types import LossContext, LossOutput, TokenBatch
@@ -144,23 +151,35 @@ def stare_selection(
         (no surprisal tensor), with ``s >= t`` as ``log pi <= -t`` (negation is exact).
     """
     signs = token_signs(batch.advantages, batch.mask) if signs is None else signs
+    return _select(batch, cfg, ctx, signs)[:4]
+
+
+def _select(
+    batch: TokenBatch, cfg: StareConfig, ctx: LossContext, signs: TokenSigns
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, tuple[int, int, int, int]]:
+    """:func:`stare_selection` plus the counts ``(|T+|, |T-|, |L+|, |L-|)`` it already knows (no recount)."""
     t_plus, t_minus = signs.positive, signs.negative  # (B, T) A == 0 is in neither set
+    n_pos, n_neg = count_true(t_plus), count_true(t_minus)
     with torch.no_grad():
         lp = batch.log_prob.detach()  # (B, T) selection only
-        l_plus = _top_surprisal(lp, t_plus, cfg.top_p_ratio, ctx.get("surprisal_threshold_pos"))
+        l_plus, k_plus = _top_surprisal(lp, t_plus, n_pos, cfg.top_p_ratio, ctx.get("surprisal_threshold_pos"))
         if cfg.variant == "C2":
-            l_minus = _top_surprisal(lp, t_minus, cfg.top_p_ratio, ctx.get("surprisal_threshold_neg"))
+            l_minus, k_minus = _top_surprisal(lp, t_minus, n_neg, cfg.top_p_ratio,
+                                              ctx.get("surprisal_threshold_neg"))
         else:
-            l_minus = torch.zeros_like(t_minus)
-    return t_plus, t_minus, l_plus, l_minus
+            l_minus, k_minus = torch.zeros_like(t_minus), 0
+    return t_plus, t_minus, l_plus, l_minus, (n_pos, n_neg, k_plus, k_minus)
 
 
 def _top_surprisal(
-    log_prob: torch.Tensor, candidates: torch.Tensor, ratio: float, threshold: float | None
-) -> torch.Tensor:
-    """``(B, T)`` bool: the top ``ratio`` fraction of candidates by surprisal (= smallest log pi)."""
-    neg_threshold = None if threshold is None else -float(threshold)  # s >= t  <=>  log pi <= -t
-    return select_top_fraction(log_prob, candidates, ratio, "ceil", neg_threshold, largest=False)
+    log_prob: torch.Tensor, candidates: torch.Tensor, n_candidates: int, ratio: float, threshold: float | None
+) -> tuple[torch.Tensor, int]:
+    """``(B, T)`` bool: the top ``ratio`` fraction of candidates by surprisal (= smallest log pi), and its size."""
+    if threshold is None:  # batch scope: exactly k = topk_count(ratio, n) tokens (ties ranked)
+        mask = select_top_fraction(log_prob, candidates, ratio, "ceil", largest=False, n_candidates=n_candidates)
+        return mask, topk_count(ratio, n_candidates, "ceil")
+    mask = select_top_fraction(log_prob, candidates, ratio, "ceil", -float(threshold), largest=False)  # s >= t
+    return mask, count_true(mask)
 
 
 def resolve_weights(cfg: object, ctx: LossContext) -> tuple[float, float]:
@@ -242,11 +261,11 @@ def stare_loss(
         after clipping, and token-mean still divides by the number of valid tokens (not the sum of weights).
     """
     signs = token_signs(batch.advantages, batch.mask)  # (B, T) masks shared with the surrogate
-    t_plus, t_minus, l_plus, l_minus = stare_selection(batch, cfg, ctx, signs)
+    t_plus, t_minus, l_plus, l_minus, counts = _select(batch, cfg, ctx, signs)
     token_loss, weights, metrics, gate_on, w, m = gated_weighted_surrogate(
         batch, cfg, surrogate, ctx, signs, l_plus, l_minus
     )
-    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, t_plus, t_minus, l_plus, l_minus, signs.valid))
+    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, counts, signs.valid))
     return LossOutput(
         token_loss=token_loss,
         token_weights=weights,
@@ -258,12 +277,29 @@ def stare_loss(
 def _stare_weights(
     l_plus: torch.Tensor, l_minus: torch.Tensor, w: float, m: float, variant: str, dtype: torch.dtype
 ) -> torch.Tensor:
-    """``(B, T)`` omega: W on L+, M on L- (C2 only), 1 elsewhere; no gradient."""
+    """``(B, T)`` omega: W on L+, M on L- (C2 only), 1 elsewhere; no gradient.
+
+    Arithmetic ``1 + (W - 1) 1[L+] (+ (M - 1) 1[L-])`` on a uint8 view of the masks: on CPU ~5x cheaper than
+    ``where`` / ``masked_fill``; used only where ``1 + (x - 1)`` rounds back to exactly ``x`` in ``dtype``.
+    """
     dev = l_plus.device
-    weights = torch.where(l_plus, torch.tensor(w, dtype=dtype, device=dev), torch.tensor(1.0, dtype=dtype, device=dev))
-    if variant == "C2":
-        weights.masked_fill_(l_minus, m)  # in place on the fresh tensor
+    c2 = variant == "C2"
+    if not (_one_plus_exact(w, dtype) and (not c2 or _one_plus_exact(m, dtype))):
+        weights = torch.where(l_plus, torch.tensor(w, dtype=dtype, device=dev), torch.tensor(1.0, dtype=dtype, device=dev))
+        if c2:
+            weights.masked_fill_(l_minus, m)  # in place on the fresh tensor
+        return weights
+    weights = l_plus.view(torch.uint8).to(dtype).mul_(w - 1.0).add_(1.0)  # (B, T) W on L+, 1 elsewhere
+    if c2:  # L- is disjoint from L+: 1 + (M - 1) there
+        weights.add_(l_minus.view(torch.uint8).to(dtype).mul_(m - 1.0))
     return weights
+
+
+@functools.lru_cache(maxsize=64)
+def _one_plus_exact(x: float, dtype: torch.dtype) -> bool:
+    """Whether ``1 + (x - 1)`` computed in ``dtype`` (as the weights are) equals ``x`` in ``dtype`` exactly."""
+    one = torch.ones(1, dtype=dtype).mul_(x - 1.0).add_(1.0)
+    return bool(one[0] == torch.tensor(x, dtype=dtype))
 
 
 def _stare_metrics(
@@ -272,39 +308,33 @@ def _stare_metrics(
     gate_on: bool,
     w: float,
     m: float,
-    t_plus: torch.Tensor,
-    t_minus: torch.Tensor,
-    l_plus: torch.Tensor,
-    l_minus: torch.Tensor,
+    counts: tuple[int, int, int, int],
     valid: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Detached scalar metrics; fractions are over the valid tokens of this batch (counts, no float sums)."""
+    """Detached scalar metrics from the selection's counts ``(|T+|, |T-|, |L+|, |L-|)``; fractions are over the
+    valid tokens of this batch."""
     dev, dt = batch.log_prob.device, batch.log_prob.dtype
-    count = torch.count_nonzero
-    n_valid = int(count(batch.mask > 0)) if valid is None else int(count(valid))  # bool counts are cheap
-    n_pos, n_neg, k_plus = (int(count(x)) for x in (t_plus, t_minus, l_plus))
-    k_minus = int(count(l_minus)) if cfg.variant == "C2" else 0
+    n_valid = count_true(batch.mask > 0) if valid is None else count_true(valid)  # bool counts are cheap
+    n_pos, n_neg, k_plus, k_minus = counts
     denom = float(max(n_valid, 1))
     weight_sum = n_valid + ((w - 1.0) * k_plus + (m - 1.0) * k_minus if gate_on else 0.0)
-
-    def scalar(x: float) -> torch.Tensor:
-        return torch.tensor(float(x), dtype=dt, device=dev)
-
-    return {
-        "gate_on": scalar(gate_on),
-        "reweight_w": scalar(w),
-        "reweight_m": scalar(m),
-        "top_p_ratio": scalar(cfg.top_p_ratio),
-        "n_pos_candidates": scalar(n_pos),
-        "n_neg_candidates": scalar(n_neg),
-        "k_plus": scalar(k_plus),
-        "k_minus": scalar(k_minus),
-        "pos_candidate_frac": scalar(n_pos / denom),
-        "neg_candidate_frac": scalar(n_neg / denom),
-        "l_plus_frac": scalar(k_plus / denom),
-        "l_minus_frac": scalar(k_minus / denom),
-        "mean_weight": scalar(weight_sum / denom),  # mean of the weights over valid tokens
+    values = {
+        "gate_on": float(gate_on),
+        "reweight_w": w,
+        "reweight_m": m,
+        "top_p_ratio": cfg.top_p_ratio,
+        "n_pos_candidates": n_pos,
+        "n_neg_candidates": n_neg,
+        "k_plus": k_plus,
+        "k_minus": k_minus,
+        "pos_candidate_frac": n_pos / denom,
+        "neg_candidate_frac": n_neg / denom,
+        "l_plus_frac": k_plus / denom,
+        "l_minus_frac": k_minus / denom,
+        "mean_weight": weight_sum / denom,  # mean of the weights over valid tokens
     }
+    scalars = torch.tensor([float(v) for v in values.values()], dtype=dt, device=dev).unbind()  # one allocation
+    return dict(zip(values, scalars, strict=True))
 
 
 def stare_global_thresholds(

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from stare_rl.registry import GlobalStats, register_method
-from stare_rl.selection import SELECTION_SCOPES
+from stare_rl.selection import SELECTION_SCOPES, count_true
 from stare_rl.surrogate import SurrogateConfig, clipped_surrogate, token_signs
 from stare_rl.tokens import steer_omega_abs
 from stare_rl.types import LossContext, LossOutput, TokenBatch
@@ -110,14 +111,14 @@ def _map_omega(
         floor = torch.tensor(cfg.omega_floor, dtype=dt, device=dev)
         # STEER: k = -ln(w_min) / max(max|Omega|, 0.02); w = exp(-k |Omega|), so the top token gets w_min
         k = -torch.log(torch.tensor(w_min, dtype=dt, device=dev)) / torch.maximum(o_max, floor)
-        return torch.clamp(torch.exp(-k * omega), min=w_min, max=1.0)
+        return torch.mul(omega, -k).exp_().clamp_(min=w_min, max=1.0)  # one fresh tensor, in place after
     w_max = cfg.token_weight_max
     if bool(o_max > o_min):
         scale = (w_max - w_min) / (o_max - o_min)
-        w = w_max - (omega - o_min) * scale  # linear: the largest |Omega| gets w_min
+        w = torch.sub(omega, o_min).mul_(scale).neg_().add_(w_max)  # linear: the largest |Omega| gets w_min
     else:  # every |Omega| equal: the reference gives the midpoint
         w = torch.full_like(omega, (w_min + w_max) / 2)
-    return torch.clamp(w, min=w_min, max=w_max)
+    return w.clamp_(min=w_min, max=w_max)
 
 
 @register_method(
@@ -161,23 +162,25 @@ def steer_loss(
         # |Omega| from A masked to 0 on padding: equal on valid tokens, exactly 0 on padding
         # H = old-policy entropy, as the reference (its `entropys` come from the old log-prob pass)
         omega = steer_omega_abs(batch.log_prob, batch.old_log_prob, signs.adv, batch.old_entropy)  # (B, T)
-        local_max = omega.max() if omega.numel() else omega.new_zeros(())  # |Omega| >= 0, padding 0
+        local_max = omega.amax() if omega.numel() else omega.new_zeros(())  # |Omega| >= 0, padding 0
         local_min = _valid_min(omega, valid)
         o_max, o_min = _resolve_extrema(ctx, local_max, local_min)
-        weights = _map_omega(omega, o_max, o_min, cfg).masked_fill_(~valid, 0.0)  # (B, T)
+        weights = _map_omega(omega, o_max, o_min, cfg)  # (B, T) finite, in [w_min, w_max]
+        weights.mul_(valid.view(torch.uint8).to(weights.dtype))  # 0 on padding (cheaper than masked_fill on CPU)
     # the weights (> 0 on valid tokens) are folded into -A inside the surrogate: token_loss = w * clipped
     token_loss, metrics = clipped_surrogate(
         batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate, weights=weights, signs=signs
     )
     with torch.no_grad():
-        n_valid = int(torch.count_nonzero(valid))
+        n_valid = count_true(valid)
         zero = omega.new_zeros(())
         # the weight map is monotone decreasing in |Omega|: the extreme weights sit at the extreme |Omega|
+        w_lo, w_hi = _map_omega(torch.stack([local_max, local_min]), o_max, o_min, cfg).unbind()  # one map call
         metrics.update(
             {
                 "token_weights_mean": weights.sum() / n_valid if n_valid else zero,
-                "token_weights_min": _map_omega(local_max, o_max, o_min, cfg) if n_valid else zero,
-                "token_weights_max": _map_omega(local_min, o_max, o_min, cfg) if n_valid else zero,
+                "token_weights_min": w_lo if n_valid else zero,
+                "token_weights_max": w_hi if n_valid else zero,
                 "omega_abs_max": local_max,
                 "omega_abs_min": local_min,
             }
@@ -189,6 +192,9 @@ def _valid_min(omega: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """min |Omega| over valid tokens (0-dim; 0 when nothing is valid)."""
     if omega.numel() == 0:
         return omega.new_zeros(())
+    if omega.device.type == "cpu" and omega.dtype in (torch.float32, torch.float64):  # numpy: ~3x cheaper
+        m = np.min(omega.numpy(), where=valid.numpy(), initial=np.inf)
+        return omega.new_tensor(0.0 if np.isinf(m) else float(m))
     local_min = torch.where(valid, omega, torch.inf).min()
     return torch.where(torch.isinf(local_min), 0.0, local_min)
 

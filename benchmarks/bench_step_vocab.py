@@ -1,0 +1,258 @@
+"""Training-step cost at LLM vocabulary size: plain TRL GRPOTrainer vs the stare-rl adapter and its methods.
+
+    OMP_NUM_THREADS=1 python3 benchmarks/bench_step_vocab.py [--vocab 151936 | --vocab 128256] [--repeats 2]
+
+What runs: a Qwen2 model built from a config (random init, no download; small hidden size, so the vocabulary
+projection and the per-token softmax statistics dominate, which is the worst case for any per-vocabulary
+extra work) with V = 151,936 (Qwen2.5) or 128,256 (Llama 3), and a word-level tokenizer of exactly V entries
+built offline (the arithmetic alphabet, four specials, then filler words). Real ``GRPOTrainer`` steps on
+CPU: generation, rewards, the training forward through TRL's fused LM head, loss, backward, optimizer.
+
+Variants (each in its own fresh subprocess, run round-robin ``--repeats`` times so that the drifts of a shared
+CPU hit every variant alike): ``plain`` TRL (``loss_type="dapo"``, the same clip range as the surrogate),
+``vanilla`` (StareGRPOTrainer + the registered vanilla loss: the adapter itself), ``stare`` (gate held on by
+a high target entropy), ``steer``, ``80/20`` (``high_entropy``, rho = 0.2). Adapter defaults otherwise
+(quadrant diagnostics on).
+
+Measured per optimizer step (after ``--warmup`` untimed steps): CPU seconds of the process
+(``time.process_time``, one torch thread: what a shared machine does not inflate) and wall seconds; the
+reported figure per variant is the mean over its timed steps (with ``--iterations N`` one generation batch serves N
+optimizer steps: take ``--steps`` a multiple of N), of its least
+disturbed repeat (``x plain``) and the median over repeats (``x (median)``). Memory: before every step the
+kernel's peak-RSS counter is reset (``echo 5 > /proc/self/clear_refs``) and ``VmRSS`` read; after it,
+``VmHWM``. Step peak = the largest ``VmHWM - VmRSS(before)`` over the timed steps: everything the step
+allocated at its peak (activations, logits tiles, gradients, optimizer temporaries), independent of the
+model and optimizer state that every variant holds alike. glibc returns freed large blocks to the OS
+(``MALLOC_MMAP_THRESHOLD_=65536``) so that RSS follows the live tensors. Ratios are to ``plain``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+VARIANTS = ("plain", "vanilla", "stare", "steer", "80/20")
+_METHOD = {"vanilla": "vanilla", "stare": "stare", "steer": "steer", "80/20": "high_entropy"}
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def build_vocab_tokenizer(vocab_size: int) -> Any:
+    """A word-level fast tokenizer with exactly ``vocab_size`` entries, built offline.
+
+    Ids 0-3 are ``<pad> <bos> <eos> <unk>``, then the arithmetic alphabet (one token per character), then
+    filler words ``<w4> ...`` up to ``vocab_size`` (what a random model mostly samples).
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<bos>", "<eos>", "<unk>"]
+    words = [*specials, *"0123456789+="]
+    words += [f"<w{i}>" for i in range(len(words), vocab_size)]
+    vocab = {w: i for i, w in enumerate(words)}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")  # prompts: one char a token
+    backend.decoder = decoders.Fuse()
+    backend.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 1)])
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<bos>", eos_token="<eos>",
+                                  pad_token="<pad>", unk_token="<unk>", padding_side="left", model_max_length=512)
+    if len(tok) != vocab_size:
+        raise RuntimeError(f"tokenizer has {len(tok)} entries, wanted {vocab_size}")
+    return tok
+
+
+def _reward(prompts: list, completions: list, **kwargs: Any) -> list[float]:
+    """A deterministic reward that varies between completions (so advantages are non-zero)."""
+    return [float(len(c) % 7) / 6.0 for c in completions]
+
+
+class _StepProbe:
+    """CPU/wall time and peak RSS of every optimizer step (a TrainerCallback factory)."""
+
+    def __init__(self) -> None:
+        self.cpu: list[float] = []
+        self.wall: list[float] = []
+        self.peak_kib: list[int] = []
+        self._t0 = (0.0, 0.0)
+        self._rss0 = 0
+
+    def callback(self) -> Any:
+        from transformers import TrainerCallback
+
+        probe = self
+
+        class Probe(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+                with open("/proc/self/clear_refs", "w") as f:
+                    f.write("5")  # VmHWM <- VmRSS
+                probe._rss0 = _status_kib("VmRSS")
+                probe._t0 = (time.process_time(), time.perf_counter())
+
+            def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+                probe.cpu.append(time.process_time() - probe._t0[0])
+                probe.wall.append(time.perf_counter() - probe._t0[1])
+                probe.peak_kib.append(_status_kib("VmHWM") - probe._rss0)
+
+        return Probe()
+
+
+def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One training run of ``variant``; returns its per-step measurements."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, Qwen2Config
+    from transformers.trainer_callback import PrinterCallback
+    from transformers.utils import logging as hf_logging
+    from trl import GRPOConfig, GRPOTrainer
+
+    from stare_rl.engines.trl import StareGRPOConfig, StareGRPOTrainer
+    from stare_rl.registry import make_config
+    from stare_rl.surrogate import SurrogateConfig
+    from stare_rl.tasks import get_task
+    from stare_rl.train_config import MethodArgs
+
+    hf_logging.set_verbosity_error()
+    torch.set_num_threads(1)
+    tok = build_vocab_tokenizer(args.vocab)
+    config = Qwen2Config(
+        vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=2 * args.hidden, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, tie_word_embeddings=True,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2,
+    )
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config)
+    model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 2
+    ds = Dataset.from_list(get_task("arithmetic").make_split("train", 256, 0))
+    probe = _StepProbe()
+    common = dict(
+        output_dir=tempfile.mkdtemp(prefix="bench-vocab-"), per_device_train_batch_size=args.batch,
+        num_generations=args.generations, max_completion_length=args.completion, learning_rate=1e-5,
+        lr_scheduler_type="constant", max_steps=args.warmup + args.steps, save_strategy="no", use_cpu=True, seed=0,
+        disable_tqdm=True, report_to="none", logging_steps=1, bf16=False, dataloader_pin_memory=False,
+        gradient_accumulation_steps=args.grad_accum, num_iterations=args.iterations,
+    )
+    if variant == "plain":  # TRL's own loss: token-mean, clip-higher, as the surrogate's defaults
+        trainer = GRPOTrainer(model=model, reward_funcs=_reward, processing_class=tok, train_dataset=ds,
+                              args=GRPOConfig(**common, loss_type="dapo", epsilon=0.2, epsilon_high=0.28),
+                              callbacks=[probe.callback()])
+        trainer.remove_callback(PrinterCallback)  # the adapter does not print every log either
+    else:
+        method = _METHOD[variant]
+        overrides = {"target_entropy": 100.0} if method == "stare" else {}  # random model: H ~ log V; gate on
+        setup = MethodArgs(method=method, quadrant_metrics=not args.no_quadrants).loss_setup(
+            make_config(method, **overrides), SurrogateConfig()
+        )
+        trainer = StareGRPOTrainer(model=model, reward_funcs=_reward, processing_class=tok, train_dataset=ds,
+                                   args=StareGRPOConfig(**common), setup=setup, callbacks=[probe.callback()])
+    trainer.train()
+    gate = [log["stare/gate_on"] for log in trainer.state.log_history if "stare/gate_on" in log]
+    w = args.warmup
+    return {"cpu": probe.cpu[w:], "wall": probe.wall[w:], "peak_kib": probe.peak_kib[w:],
+            "gate_on": gate[-1] if gate else None}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vocab", type=int, default=151_936, help="151936 (Qwen2.5) or 128256 (Llama 3)")
+    ap.add_argument("--hidden", type=int, default=64, help="model hidden size (small: the vocabulary dominates)")
+    ap.add_argument("--batch", type=int, default=8, help="per-device train batch (completions per micro-batch)")
+    ap.add_argument("--generations", type=int, default=4, help="completions per prompt")
+    ap.add_argument("--completion", type=int, default=16, help="max completion tokens")
+    ap.add_argument("--grad-accum", type=int, default=1, help="gradient accumulation (= steps per generation)")
+    ap.add_argument("--iterations", type=int, default=1, help="num_iterations (> 1: TRL computes old log-probs)")
+    ap.add_argument("--steps", type=int, default=4, help="timed optimizer steps per run")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed first steps per run")
+    ap.add_argument("--repeats", type=int, default=2, help="round-robin repeats of every variant")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--no-quadrants", action="store_true", help="adapter without the quadrant diagnostics")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child is not None:
+        print("RESULT " + json.dumps(run_child(args.child, args)))
+        return
+    variants = args.variants.split(",")
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        raise SystemExit(f"unknown variants {unknown}; known: {list(VARIANTS)}")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536", "HF_HUB_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    passthrough = _drop_values(sys.argv[1:], ("--repeats", "--variants"))
+    results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    load_before = os.getloadavg()
+    for rep in range(args.repeats):
+        for variant in variants:
+            cmd = [sys.executable, __file__, "--child", variant, *passthrough]
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+            if proc.returncode or line is None:
+                sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
+                raise SystemExit(f"{variant} failed (exit {proc.returncode})")
+            res = json.loads(line[len("RESULT "):])
+            results[variant].append(res)
+            print(f"repeat {rep + 1} {variant:<8} cpu {statistics.fmean(res['cpu']):.3f} s/step  "
+                  f"wall {statistics.fmean(res['wall']):.3f} s/step  peak {max(res['peak_kib']) / 1024:.0f} MiB"
+                  + ("" if res["gate_on"] is None else f"  gate_on {res['gate_on']:.0f}"), flush=True)
+    print_table(args, results, load_before, os.getloadavg())
+
+
+def _drop_values(argv: list[str], names: tuple[str, ...]) -> list[str]:
+    """argv without ``--name value`` pairs of the given names."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in names:
+            skip = True
+            continue
+        if any(a.startswith(n + "=") for n in names):
+            continue
+        out.append(a)
+    return out
+
+
+def print_table(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]],
+                load_before: tuple[float, ...], load_after: tuple[float, ...]) -> None:
+    import torch
+
+    def best(variant: str, key: str) -> float:  # the least disturbed run: min over repeats of its mean step
+        return min(statistics.fmean(r[key]) for r in results[variant])
+
+    def typical(variant: str, key: str) -> float:  # median over repeats of the mean step
+        return statistics.median(statistics.fmean(r[key]) for r in results[variant])
+
+    def peak(variant: str) -> float:
+        return min(max(r["peak_kib"]) for r in results[variant]) / 1024
+
+    base = "plain" if "plain" in results else next(iter(results))
+    chunk_mib = min(args.batch, 4096) * (args.completion + 9) * 32768 * 4 / 2**20  # TRL's (tokens, 32768) fp32 tile
+    print(f"\nV={args.vocab} hidden={args.hidden} batch={args.batch} (x{args.generations} generations) "
+          f"completion<={args.completion} grad_accum={args.grad_accum} num_iterations={args.iterations} "
+          f"quadrants={'off' if args.no_quadrants else 'on'}; torch {torch.__version__}, 1 thread, "
+          f"{args.steps} timed steps x {args.repeats} repeats (interleaved, fresh process each)")
+    print("load average (1, 5, 15 min): before " + ", ".join(f"{x:.2f}" for x in load_before)
+          + "; after " + ", ".join(f"{x:.2f}" for x in load_after) + f"; cpus={os.cpu_count()}")
+    print(f"{'variant':<9}{'cpu s/step':>11}{'x plain':>9}{'x (median)':>11}{'wall s/step':>12}{'x plain':>9}"
+          f"{'step peak MiB':>15}{'x plain':>9}{'- plain MiB':>12}")
+    for v in results:
+        c, w, p = best(v, "cpu"), best(v, "wall"), peak(v)
+        print(f"{v:<9}{c:>11.3f}{c / best(base, 'cpu'):>9.3f}{typical(v, 'cpu') / typical(base, 'cpu'):>11.3f}"
+              f"{w:>12.3f}{w / best(base, 'wall'):>9.3f}{p:>15.1f}{p / peak(base):>9.3f}{p - peak(base):>12.1f}")
+    print(f"(one TRL logits tile (tokens x 32768 fp32) here is about {chunk_mib:.0f} MiB)")
+
+
+if __name__ == "__main__":
+    main()
