@@ -46,7 +46,9 @@ class ModelTaskArgs:
         },
     )
     eval_dataset: str | None = field(
-        default=None, metadata={"help": "Held-out data for the final evaluation (default: a held-out task split)."}
+        default=None,
+        metadata={"help": "Held-out data for the final evaluation. Default: the task's test split, or with `dataset` "
+                  "min(eval_size, a fifth) of its rows drawn with `seed` and removed from training."},
     )
     reward: str = field(
         default="auto",
@@ -56,6 +58,11 @@ class ModelTaskArgs:
     eval_size: int = field(default=256, metadata={"help": "Number of held-out prompts for the final evaluation."})
     eval_k: int = field(default=8, metadata={"help": "Samples per prompt in the final evaluation (avg@k, pass@k)."})
     final_eval: bool = field(default=True, metadata={"help": "Evaluate the final model and write eval.json."})
+    initial_eval: bool = field(
+        default=False,
+        metadata={"help": "Also evaluate the starting policy the same way before training (eval_initial.json), "
+                  "so a run prints its own before/after numbers."},
+    )
     cache_dir: str = field(
         default="~/.cache/stare-rl", metadata={"help": "Where the warm-started tiny models are cached."}
     )
@@ -70,13 +77,18 @@ class ModelTaskArgs:
     reward_timeout_s: float = field(
         default=10.0, metadata={"help": "A reward call running longer scores 0 (counted in reward/errors)."}
     )
+    warn_after_steps: int = field(
+        default=10,
+        metadata={"help": "Warn when the reward is 0 for every completion (or identical within every prompt group) "
+                  "for this many consecutive steps: nothing is being learnt."},
+    )
 
     def __post_init__(self) -> None:
         if self.reward not in REWARDS:
             raise ValueError(f"reward={self.reward!r} is not one of {list(REWARDS)}")
         if self.torch_threads is not None and int(self.torch_threads) < 1:
             raise ValueError(f"torch_threads={self.torch_threads} must be >= 1 (or null for torch's default)")
-        for name in ("train_size", "eval_size", "eval_k"):
+        for name in ("train_size", "eval_size", "eval_k", "warn_after_steps"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
         if not (math.isfinite(self.reward_timeout_s) and self.reward_timeout_s > 0):
@@ -353,14 +365,14 @@ def load_yaml_config(path: str | None) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ValueError(f"config={where!r} must be a mapping of field: value, got {type(data).__name__}")
-    nested = sorted(k for k, v in data.items() if isinstance(v, dict) and k not in _DICT_FIELDS)
+    nested = sorted(k for k, v in data.items() if isinstance(v, dict) and k not in DICT_FIELDS)
     if nested:
         raise ValueError(f"config={where!r}: fields must be flat (field: value); nested sections {nested}")
     return data
 
 
 # GRPOConfig fields whose value is itself a mapping.
-_DICT_FIELDS = {
+DICT_FIELDS = {
     "model_init_kwargs",
     "generation_kwargs",
     "chat_template_kwargs",
