@@ -42,6 +42,8 @@ def test_shipped_grid_has_every_method_and_identical_budgets() -> None:
     assert grid.cell_config("grpo")["clip_ratio_high"] == 0.2 and grid.cell_config("dapo")["clip_ratio_high"] == 0.28
     assert grid.cell_config("stare_o1")["target_entropy"] == grid.target_entropy  # the grid's target is inserted
     assert "target_entropy" not in grid.cell_config("dapo")
+    assert grid.cell_config("stare_c2_auto")["weight_control"] == "auto"
+    assert grid.cell_config("stare_c2_auto")["target_entropy"] == grid.target_entropy
     smoke = parse_grid(_shipped(), smoke=True)
     assert list(smoke.methods) == ["grpo", "stare_o1"] and smoke.seeds == (0,)
     assert smoke.cell_config("grpo")["max_steps"] <= 3

@@ -89,6 +89,8 @@ def test_report_overlays_methods_and_aggregates_seeds(tmp_path: Path, caplog: py
         _check_png(out / f"{name}.png")
     page = (out / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 7
+    assert page.count("<div class='wide'><table>") == 2  # both tables scroll sideways, never cut a column
+    assert "<th>eval:<wbr>pass@8</th>" in page  # long headers may wrap, keeping the table narrow
     summary = json.loads((out / "summary.json").read_text())
     rows = {r["run"]: r for r in summary["runs"]}
     assert set(rows) == {"grpo_s0", "grpo_s1", "stare_s0", "stare_s1"}

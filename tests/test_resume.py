@@ -34,10 +34,13 @@ class Kill(TrainerCallback):
             control.should_training_stop = True
 
 
-def _run(out: Path, kill_at: int | None = None, resume: str | None = None) -> list[dict]:
+AUTO_COMPARED = ("stare/auto_strength", "stare/auto_integral", "stare/auto_error", "stare/auto_p_term")
+
+
+def _run(out: Path, kill_at: int | None = None, resume: str | None = None, weight_control: str = "paper") -> list[dict]:
     # Gate target inside the entropy range of the run, adaptive W/M and adaptive bonus: every controller moves.
     trainer = make_trainer(
-        out, "stare", {"variant": "C2", "target_entropy": 2.73, "weight_control": "paper"},
+        out, "stare", {"variant": "C2", "target_entropy": 2.73, "weight_control": weight_control},
         method_args={"entropy_bonus": "adaptive", "bonus_target_entropy": 2.73},
         max_steps=6, save_strategy="steps", save_steps=2, lr_scheduler_type="linear", learning_rate=1e-2,
         callbacks=[Kill(kill_at)] if kill_at else None,
@@ -62,6 +65,24 @@ def test_killed_run_resumed_from_checkpoint_matches_uninterrupted(tmp_path: Path
     assert [r["step"] for r in resumed] == [1, 2, 3, 4, 5, 6]  # step 5 of the killed run replaced, not duplicated
     for a, b in zip(full, resumed, strict=True):
         for key in COMPARED:
+            assert key in a, key
+            assert b[key] == pytest.approx(a[key], rel=1e-6, abs=1e-7), (a["step"], key, a[key], b[key])
+    assert read_json(run / "checkpoint-6" / CONTROLLER_FILE) == read_json(tmp_path / "full" / "checkpoint-6" / CONTROLLER_FILE)
+
+
+def test_killed_run_resumed_with_auto_weight_control_matches(tmp_path: Path) -> None:
+    """weight_control='auto': the PI controller's state (strength, integral, smoothed error) resumes exactly."""
+    full = _run(tmp_path / "full", weight_control="auto")
+    strengths = [r["stare/auto_strength"] for r in full]
+    assert len(set(strengths)) > 2 and max(strengths) > 0.0, f"the controller should move, saw {strengths}"
+    run = tmp_path / "killed"
+    _run(run, kill_at=5, weight_control="auto")
+    state = read_json(run / "checkpoint-4" / CONTROLLER_FILE)["controllers"]
+    assert set(state) == {"auto", "adaptive_entropy"}
+    resumed = _run(run, resume=str(run / "checkpoint-4"), weight_control="auto")
+    assert [r["step"] for r in resumed] == [1, 2, 3, 4, 5, 6]
+    for a, b in zip(full, resumed, strict=True):
+        for key in COMPARED + AUTO_COMPARED:
             assert key in a, key
             assert b[key] == pytest.approx(a[key], rel=1e-6, abs=1e-7), (a["step"], key, a[key], b[key])
     assert read_json(run / "checkpoint-6" / CONTROLLER_FILE) == read_json(tmp_path / "full" / "checkpoint-6" / CONTROLLER_FILE)

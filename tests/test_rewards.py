@@ -138,18 +138,18 @@ def test_load_hf_dataset_dir_and_data_dir(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("row", "match"),
     [
-        ({"answer": "4"}, "row 1: missing field 'prompt'"),
-        ({"prompt": "q"}, "row 1: missing field 'answer'"),
-        ({"prompt": 7, "answer": "4"}, "row 1: field 'prompt' must be"),
-        ({"prompt": "", "answer": "4"}, "row 1: field 'prompt' is empty"),
-        ({"prompt": [{"role": "user"}], "reward_model": {"ground_truth": "1"}}, "row 1: field 'prompt\\[0\\]'"),
+        ({"answer": "4"}, "line 2: missing field 'prompt'"),
+        ({"prompt": "q"}, "line 2: missing field 'answer'"),
+        ({"prompt": 7, "answer": "4"}, "line 2: field 'prompt' must be"),
+        ({"prompt": "", "answer": "4"}, "line 2: field 'prompt' is empty"),
+        ({"prompt": [{"role": "user"}], "reward_model": {"ground_truth": "1"}}, "line 2: field 'prompt\\[0\\]'"),
         ({"prompt": [{"role": "user", "content": "q"}], "reward_model": {"style": "rule"}},
-         "row 1: field 'reward_model.ground_truth' is missing"),
-        ({"prompt": "q", "answer": ["4"]}, "row 1: field 'answer' must be a string or a number"),
-        ({"prompt": "q", "answer": " "}, "row 1: field 'answer' is empty"),
+         "line 2: field 'reward_model.ground_truth' is missing"),
+        ({"prompt": "q", "answer": ["4"]}, "line 2: field 'answer' must be a string or a number"),
+        ({"prompt": "q", "answer": " "}, "line 2: field 'answer' is empty"),
     ],
 )
-def test_malformed_rows_name_index_and_field(tmp_path, row, match) -> None:
+def test_malformed_rows_name_line_and_field(tmp_path, row, match) -> None:
     _write_jsonl(tmp_path / "bad.jsonl", [PLAIN[0], row])
     with pytest.raises(ValueError, match=match):
         load_dataset_rows(tmp_path / "bad.jsonl")
@@ -161,7 +161,7 @@ def test_missing_and_broken_files(tmp_path) -> None:
     with pytest.raises(FileNotFoundError):
         load_dataset_rows("./definitely/missing.parquet")
     (tmp_path / "broken.jsonl").write_text('{"prompt": "q", "answer": "1"}\n{not json\n')
-    with pytest.raises(ValueError, match="line 2 is not valid JSON"):
+    with pytest.raises(ValueError, match="line 2: not valid JSON"):
         load_dataset_rows(tmp_path / "broken.jsonl")
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(ValueError, match="has no rows"):

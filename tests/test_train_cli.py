@@ -53,7 +53,7 @@ BAD_INPUTS = [
     (["--epsilon", "0.3"], "epsilon=0.3 is TRL's own loss setting"),
     (["--reweight_w", "0.5"], "reweight_w=0.5 must be >= 1"),
     (["--variant", "X3"], "variant='X3'"),
-    (["--method", "vanilla", "--weight_control", "paper"], "unknown field 'weight_control'"),
+    (["--method", "vanilla", "--weight_control", "paper"], "weight_control belongs to stare (and stare_sensitivity), not to method='vanilla'"),
     (["--weight_control", "sometimes"], "weight_control='sometimes'"),
     (["--weight_control", "paper", "--reweight_w", "1.6"], "weight_control='paper': reweight_w=1.6"),
     (["--entropy_bonus", "sometimes"], "entropy_bonus='sometimes'"),
@@ -97,6 +97,15 @@ def test_train_end_to_end_then_eval_and_rerun_from_saved_config(
     result = json.loads((run / "eval.json").read_text())
     assert result["n"] == 4 and 0.0 <= result["avg@2"] <= 1.0
 
+    # killed during the final evaluation: resuming from the last checkpoint trains nothing more (HF's loop alone
+    # would run a step past max_steps) and gives the same evaluation
+    reference = (run / "eval.json").read_text()
+    (run / "eval.json").unlink()
+    assert train.main([*argv, "--resume_from_checkpoint", "last"]) == 0
+    assert [r["step"] for r in read_metrics(run)] == [1, 2] and not (run / "checkpoint-3").exists()
+    assert (run / "eval.json").read_text() == reference
+    capsys.readouterr()
+
     from stare_rl.commands import eval as eval_cmd
 
     out_json = tmp_path / "eval2.json"
@@ -116,9 +125,10 @@ def test_warmstart_fields_are_validated_before_compute(tmp_path: Path, capsys: p
                           (["--warmstart_batch_size", "0"], "warmstart_batch_size=0 must be a positive integer"),
                           (["--eval_every", "-1"], "eval_every=-1 must be an integer >= 0"),
                           (["--eval_samples", "0"], "eval_samples=0 must be >= 1"),
-                          (["--tiny_hidden_size", "0"], "tiny_hidden_size=0 must be a positive integer"),
-                          (["--tiny_hidden_size", "66"], "hidden_size=66 must be divisible by num_heads=4"),
-                          (["--warmstart_seed", "-1"], "warmstart_seed=-1 must be an integer >= 0")):
+                          (["--warmstart_seed", "-1"], "warmstart_seed=-1 must be an integer >= 0"),
+                          (["--tiny_hidden_size", "130"], "tiny_hidden_size=130 must be divisible by num_heads=4"),
+                          (["--tiny_num_layers", "0"], "tiny_num_layers=0 must be a positive integer"),
+                          (["--weight_control", "auto", "--auto_kp", "-1"], "auto_kp=-1.0 must be a finite number")):
         cache = tmp_path / "cache"
         assert train.main([*argv, "--cache_dir", str(cache), "--output_dir", str(tmp_path / "run")]) == 2
         assert message in capsys.readouterr().err
@@ -147,3 +157,64 @@ def test_warmstart_fields_reach_the_warm_start_and_grpo_seeds_share_it(
     info = json.loads((cache / cached[0] / "warmstart.json").read_text())
     assert info["seed"] == 0 and info["steps"] == 1 and info["config"] == dataclasses.asdict(expected)
     assert "warmstart_seed: 0" in (tmp_path / "run1" / "config.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_tiny_shape_fields_key_the_warm_start_and_auto_weight_control_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tiny_hidden_size`` / ``tiny_num_layers`` build and cache a model of that shape; ``--weight_control auto``
+    runs through ``stare train`` and logs the controller's quantities."""
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.warmstart import WarmStartConfig, cache_key
+
+    cache, run = tmp_path / "cache", tmp_path / "run"
+    assert train.main(["--cache_dir", str(cache), "--tiny_hidden_size", "32", "--tiny_num_layers", "1",
+                       "--warmstart_max_steps", "1", "--max_steps", "2", "--per_device_train_batch_size", "8",
+                       "--num_generations", "4", "--train_size", "16", "--final_eval", "false",
+                       "--disable_tqdm", "true", "--weight_control", "auto", "--variant", "C2",
+                       "--target_entropy", "100", "--output_dir", str(run)]) == 0
+    capsys.readouterr()
+    expected = WarmStartConfig(hidden_size=32, num_layers=1, max_steps=1, learning_rate=2e-3, stop_avg_at_k=0.3,
+                               stop_greedy_acc=0.7)  # the embedded default.yaml's warm-start settings
+    cached = sorted(p.name for p in cache.iterdir())
+    assert cached == [f"arithmetic-{cache_key(get_task('arithmetic'), expected, 0)}"]
+    model_cfg = json.loads((cache / cached[0] / "config.json").read_text())
+    assert model_cfg["hidden_size"] == 32 and model_cfg["num_hidden_layers"] == 1
+    records = read_metrics(run)
+    assert [r["step"] for r in records] == [1, 2]
+    # far below the target 100: the error is +1, the strength climbs at the rate limit, W = 1 / M
+    assert [r["stare/auto_strength"] for r in records] == pytest.approx([0.25, 0.5])
+    assert all(r["stare/reweight_m"] == pytest.approx(1.0 / r["stare/reweight_w"]) for r in records)
+    assert "auto" in json.loads((run / "checkpoint-2" / CONTROLLER_FILE).read_text())["controllers"]
+
+
+def test_config_file_is_layered_on_the_embedded_default(tmp_path: Path) -> None:
+    """A config file with two keys changes those two; every other value is the no-argument default's."""
+    from stare_rl.train_config import load_yaml_config
+
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text("max_steps: 7\nseed: 3\n")
+    plan = train.plan_run(["--config", str(cfg), "--learning_rate", "3e-4", "--output_dir", str(tmp_path / "run")])
+    default = load_yaml_config(None)
+    assert plan.grpo.max_steps == 7 and plan.grpo.seed == 3 and plan.grpo.learning_rate == 3e-4  # file, flag
+    assert plan.grpo.per_device_train_batch_size == default["per_device_train_batch_size"] == 128
+    assert plan.warmstart.warmstart_learning_rate == default["warmstart_learning_rate"] == 2e-3
+    assert plan.task_args.torch_threads == default["torch_threads"] == 1
+    assert plan.base_note == f"config: {cfg} on top of the embedded default (default.yaml)"
+    assert train.plan_run(["--output_dir", str(tmp_path / "r2")]).base_note == "config: the embedded default (default.yaml)"
+
+
+def test_config_base_none_starts_from_the_library_defaults(tmp_path: Path) -> None:
+    """`stare compare` cells: the file alone; the saved config.yaml pins the default's keys, so a re-run of it
+    (layered on the default) gets the same values."""
+    from stare_rl.train_config import load_yaml_config
+
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text("max_steps: 7\nseed: 3\n")
+    plan = train.plan_run(["--config", str(cfg), "--config_base", "none", "--output_dir", str(tmp_path / "run")])
+    assert plan.grpo.max_steps == 7 and plan.grpo.per_device_train_batch_size == 8  # GRPOConfig's default
+    assert plan.warmstart.warmstart_learning_rate is None and plan.task_args.torch_threads is None
+    assert "alone (config_base none" in plan.base_note
+    assert set(load_yaml_config(None)) <= set(plan.explicit)
+    assert plan.explicit["per_device_train_batch_size"] == 8 and plan.explicit["lr_scheduler_type"] == "linear"

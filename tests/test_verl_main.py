@@ -15,6 +15,7 @@ import functools
 import inspect
 import json
 import logging
+import math
 import os
 import runpy
 import subprocess
@@ -319,6 +320,23 @@ def test_one_step_gate_schedule_and_loss_through_verl_hooks(tmp_path: Path, monk
     off = core_loss(high, cfg, gate_on=False, reweight_w=1.10, reweight_m=0.90, **stats)
     torch.testing.assert_close(wg.losses[-1], off)
     assert not torch.allclose(off, core_loss(high, cfg, gate_on=True, reweight_w=1.10, reweight_m=0.90, **stats))
+
+
+def test_auto_weight_control_through_the_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """weight_control='auto' needs no engine code: the driver's StepController runs it, the loss uses its W/M."""
+    cfg = stare_config(tmp_path, **{"actor_rollout_ref.actor.policy_loss.stare_weight_control": "auto"})
+    trainer, mem = trainer_with_workers(cfg, monkeypatch)
+    assert set(trainer.stare_rl.controllers) == {"auto"}
+    low = step_data(seed=1, entropy_scale=0.4)  # token-mean entropy ~0.2 < 0.3: the strength rises
+    metrics, batch = run_step(trainer, mem, low)
+    assert metrics["stare_rl/auto_strength"] == pytest.approx(0.25)  # first step: +rate_limit from W = 1
+    w, m = metrics["stare_rl/reweight_w"], metrics["stare_rl/reweight_m"]
+    assert metrics["stare_rl/gate_on"] == 1.0 and w == pytest.approx(math.exp(0.25)) and m == pytest.approx(1 / w)
+    assert batch.extra_info[V.STATE_KEY] == trainer.stare_rl.state_dict()
+    stats = batch.extra_info[V.STATS_KEY]  # the driver's global-scope thresholds of the step batch
+    loss = trainer.actor_rollout_wg.losses[-1]
+    torch.testing.assert_close(loss, core_loss(low, cfg, gate_on=True, reweight_w=w, reweight_m=m, **stats))
+    assert not torch.allclose(loss, core_loss(low, cfg, gate_on=False, reweight_w=w, reweight_m=m, **stats))
 
 
 def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(

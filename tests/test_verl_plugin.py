@@ -188,6 +188,34 @@ def test_step_state_gate_unless_surprisal_is_asked_and_schedule_weights() -> Non
         torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
 
 
+def test_auto_weight_control_uses_the_driver_state_and_needs_the_entry_point() -> None:
+    """weight_control='auto': the loss takes W, M and gate_on from the entry point's controller state; plugin-only
+    (no state) and stare_gate='surprisal' (no hard gate to re-set) fail with a message saying what to do."""
+    from stare_rl.control import StepObservation
+    from stare_rl.weight_control import AutoWeightController
+
+    data = make_batch(seed=8)
+    auto = AutoWeightController(0.3)
+    for step in range(4):
+        auto.update(StepObservation(entropy=0.1, step=step))
+    w, m = auto.reweight_w, auto.reweight_m
+    assert w > 1.0 and m == pytest.approx(1.0 / w)
+    batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"])
+    pl = V.StareRLPolicyLossConfig(stare_weight_control="auto", stare_variant="C2", stare_top_p_ratio=0.5)
+    with V.step_state(V.StepState(controllers={"auto": auto.state_dict()})):
+        loss, metrics = call("stare", data, actor_config(pl))
+    assert metrics["actor/stare/gate_on"] == 1.0
+    assert (metrics["actor/stare/reweight_w"], metrics["actor/stare/reweight_m"]) == pytest.approx((w, m))
+    out = compute_loss("stare", batch, V.method_config("stare", pl), V.surrogate_config(actor_config(pl), "token-mean"),
+                       LossContext(stats={"gate_on": True, "reweight_w": w, "reweight_m": m}))
+    torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
+    with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):
+        call("stare", data, actor_config(pl))
+    pl = V.StareRLPolicyLossConfig(stare_weight_control="auto", stare_gate="surprisal")
+    with V.step_state(V.StepState(controllers={"auto": auto.state_dict()})), pytest.raises(ValueError, match="has none"):
+        call("stare", data, actor_config(pl))
+
+
 def test_exact_gate_required_and_entropy_error_are_clear() -> None:
     data = make_batch(seed=5)
     with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):

@@ -9,6 +9,8 @@ A run directory (``stare train --output_dir DIR``) holds::
                          stare_controller.json (controller state, written atomically)
     model/               the final policy (a normal Hugging Face model dir, tokenizer included)
     eval.json            held-out evaluation of model/ (``stare eval`` format)
+    eval_initial.json    the same evaluation of the starting policy, before training (``initial_eval``)
+    README.md            model card: what was trained, on what, how, and the evaluation
 
 Nothing here imports an engine: the TRL adapter writes through :class:`MetricsWriter`, the report reads
 through :func:`read_metrics`.
@@ -33,8 +35,10 @@ METRICS_FILE = "metrics.jsonl"
 CONFIG_FILE = "config.yaml"
 MODEL_DIR = "model"
 EVAL_FILE = "eval.json"
+INITIAL_EVAL_FILE = "eval_initial.json"
 CONTROLLER_FILE = "stare_controller.json"
 TRAIN_SUMMARY_FILE = "train_summary.json"
+TRAINER_STATE_FILE = "trainer_state.json"  # HF's, the last file of a checkpoint before ours
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
 
 
@@ -68,8 +72,18 @@ class RunLayout:
         return [p for _, p in sorted(found)]
 
     def last_checkpoint(self) -> Path | None:
+        """The newest *complete* checkpoint, or None.
+
+        Complete: ``trainer_state.json`` is there (HF writes it after the model, optimizer and RNG states) and,
+        in a run whose checkpoints hold controller state, ``stare_controller.json`` too (written last). A
+        checkpoint half-written by a killed run is skipped, never resumed from.
+        """
         ckpts = self.checkpoints()
-        return ckpts[-1] if ckpts else None
+        with_controller = any((c / CONTROLLER_FILE).is_file() for c in ckpts)
+        for ckpt in reversed(ckpts):
+            if (ckpt / TRAINER_STATE_FILE).is_file() and (not with_controller or (ckpt / CONTROLLER_FILE).is_file()):
+                return ckpt
+        return None
 
 
 def _jsonable(value: Any) -> Any:
@@ -168,6 +182,8 @@ def describe_run_dir(root: str | os.PathLike) -> str:
         (layout.metrics, "per-step metrics, one JSON object per line"),
         (layout.model, "final policy, a Hugging Face model dir (`stare eval --model` it)"),
         (layout.eval, "held-out evaluation of the final policy"),
+        (layout.root / INITIAL_EVAL_FILE, "the same evaluation of the starting policy"),
+        (layout.root / "README.md", "model card: what was trained and how"),
         (layout.root / TRAIN_SUMMARY_FILE, "TRL's end-of-training summary (runtime, mean loss)"),
     ]
     for path, what in entries:

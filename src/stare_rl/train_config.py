@@ -46,7 +46,9 @@ class ModelTaskArgs:
         },
     )
     eval_dataset: str | None = field(
-        default=None, metadata={"help": "Held-out data for the final evaluation (default: a held-out task split)."}
+        default=None,
+        metadata={"help": "Held-out data for the final evaluation. Default: the task's test split, or with `dataset` "
+                  "min(eval_size, a fifth) of its rows drawn with `seed` and removed from training."},
     )
     reward: str = field(
         default="auto",
@@ -68,6 +70,11 @@ class ModelTaskArgs:
     eval_prompts: int = field(
         default=64, metadata={"help": "Held-out curve: the first this many of the eval_size held-out prompts."}
     )
+    initial_eval: bool = field(
+        default=False,
+        metadata={"help": "Also evaluate the starting policy the same way before training (eval_initial.json), "
+                  "so a run prints its own before/after numbers."},
+    )
     cache_dir: str = field(
         default="~/.cache/stare-rl", metadata={"help": "Where the warm-started tiny models are cached."}
     )
@@ -82,6 +89,11 @@ class ModelTaskArgs:
     reward_timeout_s: float = field(
         default=10.0, metadata={"help": "A reward call running longer scores 0 (counted in reward/errors)."}
     )
+    warn_after_steps: int = field(
+        default=10,
+        metadata={"help": "Warn when the reward is 0 for every completion (or identical within every prompt group) "
+                  "for this many consecutive steps: nothing is being learnt."},
+    )
 
     def __post_init__(self) -> None:
         if self.reward not in REWARDS:
@@ -90,7 +102,7 @@ class ModelTaskArgs:
             raise ValueError(f"torch_threads={self.torch_threads} must be >= 1 (or null for torch's default)")
         if not isinstance(self.eval_every, int) or isinstance(self.eval_every, bool) or self.eval_every < 0:
             raise ValueError(f"eval_every={self.eval_every!r} must be an integer >= 0 (0 = no held-out curve)")
-        for name in ("train_size", "eval_size", "eval_k", "eval_samples", "eval_prompts"):
+        for name in ("train_size", "eval_size", "eval_k", "eval_samples", "eval_prompts", "warn_after_steps"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
         if not (math.isfinite(self.reward_timeout_s) and self.reward_timeout_s > 0):
@@ -146,10 +158,13 @@ class WarmStartArgs:
                                 "WarmStartConfig's)."}
     )
     tiny_hidden_size: int | None = field(
-        default=None, metadata={"help": "Width of `model: tiny` (default: WarmStartConfig's, 128; divisible by 4 heads)."}
+        default=None,
+        metadata={"help": "Width of `model: tiny` (default: WarmStartConfig's 128, ~1M parameters; must divide by its "
+                  "4 attention heads). Part of the warm start's cache key: each size is warm-started once."},
     )
     tiny_num_layers: int | None = field(
-        default=None, metadata={"help": "Decoder layers of `model: tiny` (default: WarmStartConfig's, 4)."}
+        default=None,
+        metadata={"help": "Decoder layers of `model: tiny` (default: WarmStartConfig's 4). Part of the cache key."},
     )
 
     def __post_init__(self) -> None:
@@ -165,12 +180,12 @@ class WarmStartArgs:
                  for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate", "batch_size",
                               "eval_rows", "k", "eval_every")
                  if getattr(self, "warmstart_" + name) is not None}
-        given.update({name: getattr(self, "tiny_" + name) for name in ("hidden_size", "num_layers")
-                      if getattr(self, "tiny_" + name) is not None})
+        shape = {name: getattr(self, "tiny_" + name) for name in ("hidden_size", "num_layers")
+                 if getattr(self, "tiny_" + name) is not None}
         try:
-            return WarmStartConfig(**given)
+            return WarmStartConfig(**given, **shape)
         except (TypeError, ValueError) as err:  # name the command-line field, not WarmStartConfig's
-            prefix = "tiny_" if str(err).startswith(("hidden_size", "num_layers")) else "warmstart_"
+            prefix = "tiny_" if str(err).startswith(tuple(shape)) else "warmstart_"
             raise ValueError(f"{prefix}{err}") from err
 
 
@@ -364,14 +379,14 @@ def load_yaml_config(path: str | None) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ValueError(f"config={where!r} must be a mapping of field: value, got {type(data).__name__}")
-    nested = sorted(k for k, v in data.items() if isinstance(v, dict) and k not in _DICT_FIELDS)
+    nested = sorted(k for k, v in data.items() if isinstance(v, dict) and k not in DICT_FIELDS)
     if nested:
         raise ValueError(f"config={where!r}: fields must be flat (field: value); nested sections {nested}")
     return data
 
 
 # GRPOConfig fields whose value is itself a mapping.
-_DICT_FIELDS = {
+DICT_FIELDS = {
     "model_init_kwargs",
     "generation_kwargs",
     "chat_template_kwargs",

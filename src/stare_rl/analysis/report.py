@@ -123,16 +123,28 @@ def _fmt(v: object) -> str:
     return f"{v:.4g}" if isinstance(v, float) else html.escape(str(v))
 
 
+def _breakable(text: str) -> str:
+    """Escaped ``text`` that may wrap after ``: _ / -`` (long column and run names keep the table narrow)."""
+    out = html.escape(text)
+    for ch in (":", "_", "/", "-"):
+        out = out.replace(ch, ch + "<wbr>")
+    return out
+
+
 def _table(rows: list[dict], title: str) -> str:
     cols = list(dict.fromkeys(k for r in rows for k in r))
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{_fmt(r.get(c))}</td>" for c in cols) + "</tr>" for r in rows)
-    return f"<h2>{html.escape(title)}</h2><table><tr>{head}</tr>{body}</table>"
+    head = "".join(f"<th>{_breakable(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(
+        f"<td>{_breakable(v) if isinstance(v := r.get(c), str) else _fmt(v)}</td>" for c in cols) + "</tr>"
+        for r in rows)
+    # The wrapper scrolls sideways rather than cut columns off when a table is still wider than the page.
+    return f"<h2>{html.escape(title)}</h2><div class='wide'><table><tr>{head}</tr>{body}</table></div>"
 
 
 _CSS = ("body{font-family:sans-serif;margin:2em;max-width:1500px}img{max-width:100%;border:1px solid #ddd}"
-        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px;"
-        "text-align:right}th{background:#f0f0f0}")
+        ".wide{max-width:100%;overflow-x:auto}"
+        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 5px;"
+        "text-align:right}th{background:#f0f0f0;max-width:7em;vertical-align:bottom}td:first-child{max-width:14em}")
 
 
 def build_report(run_dirs: list[str | Path], out_dir: str | Path, band_rel: float = 0.25) -> Path:

@@ -81,7 +81,8 @@ def validate_cells(grid: Grid) -> dict[str, Any]:
 
             cfg.write_text(yaml.safe_dump({**grid.cell_config(method), "seed": grid.seeds[0]}))
             try:
-                plans[method] = plan_run(["--config", str(cfg), "--output_dir", str(Path(tmp) / method)])
+                plans[method] = plan_run(["--config", str(cfg), "--config_base", "none",
+                                          "--output_dir", str(Path(tmp) / method)])
             except ValueError as err:
                 raise ValueError(f"grid method {method!r}: {err}") from err
     return plans
@@ -113,8 +114,9 @@ def _warm_starts(plans: dict[str, Any]) -> None:
 
 def _launch(grid: Grid, cell: Cell) -> tuple[subprocess.Popen, Any, bool, float]:
     cfg, resume = prepare_cell(grid, cell)
-    argv = [sys.executable, "-m", "stare_rl.cli", "train", "--config", str(cfg), "--output_dir",
-            str(cell.run_dir), "--disable_tqdm", "true"]
+    # config_base none: a cell is the grid's config on the library defaults, not on stare train's default.yaml
+    argv = [sys.executable, "-m", "stare_rl.cli", "train", "--config", str(cfg), "--config_base", "none",
+            "--output_dir", str(cell.run_dir), "--disable_tqdm", "true"]
     if resume:
         argv += ["--resume_from_checkpoint", "last"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",

@@ -218,6 +218,10 @@ def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state
             "EntroPIC's PI) need the per-step state of the exact entry point: run "
             "`python -m stare_rl.engines.verl_main ...` instead of verl.trainer.main_ppo")
     if ctrl.spec.gated and (not exact or policy_loss.get("stare_gate", "auto") == "surprisal"):
+        if GATE not in ctrl.controllers:  # weight_control='auto': a continuous strength, no hard gate to re-set
+            raise ValueError(f"policy_loss.stare_gate='surprisal' re-sets STARE's hard gate, but method {name!r} has "
+                             f"none (controllers {sorted(ctrl.controllers)}, e.g. weight_control='auto'): use "
+                             "stare_gate 'auto' or 'exact' with stare_rl.engines.verl_main")
         # STARE §4.3 gate, plugin-only: E_{a~pi_old}[-log pi_old(a)] = H(pi_old), so the token-mean surprisal of
         # the old policy is an unbiased estimate of the token-mean entropy (micro-batch, all DP ranks).
         # DEVIATION: the reference gates on the exact batch token-mean entropy measured once per step.

@@ -6,13 +6,15 @@ entropy-critical sets L+ (A > 0) and L- (A < 0). While the batch entropy is belo
 controller in :mod:`stare_rl.control`), the clipped per-token loss is multiplied by W > 1 on L+ (variant O1)
 and additionally by M < 1 on L- (variant C2); everything else keeps weight 1.
 
-Traits (declared at registration): gated (the §4.3 gate; the §4.4 W/M schedule with ``weight_control='paper'``),
-global statistics (surprisal thresholds) with ``selection_scope='global'``.
+Traits (declared at registration): gated (the §4.3 gate; the §4.4 W/M schedule with ``weight_control='paper'``;
+with ``weight_control='auto'`` this project's PI controller of W/M, :mod:`stare_rl.weight_control`, replaces the
+gate), global statistics (surprisal thresholds) with ``selection_scope='global'``.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -29,10 +31,12 @@ from stare_rl.selection import (
 from stare_rl.surrogate import SurrogateConfig, TokenSigns, clipped_surrogate, token_signs
 from stare_rl.tokens import surprisal
 from stare_rl.types import LossContext, LossOutput, TokenBatch
+from stare_rl.weight_control import AUTO, AutoWeightConfig, AutoWeightController
 
 STARE_VARIANTS = ("O1", "C2")
 SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
-WEIGHT_CONTROLS = ("fixed", "paper")
+WEIGHT_CONTROLS = ("fixed", "paper", "auto")
+_AUTO_DEFAULTS = AutoWeightConfig()  # the auto controller's defaults live there, once
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,9 @@ class StareControlFields:
         default="fixed",
         metadata={
             "help": "fixed: W and M stay at reweight_w / reweight_m. paper: STARE §4.4 adaptive schedule, W and M "
-            "move by weight_alpha per step from the entropy error (the STARE run script's switch)."
+            "move by weight_alpha per step from the entropy error (the STARE run script's switch). auto: this "
+            "project's PI controller sets log W = -log M every step from the entropy error and replaces the hard "
+            "gate (W = M = 1 above the target); reweight_w / reweight_m are then unused (docs/methods.md)."
         },
     )
     weight_alpha: float = field(
@@ -66,6 +72,30 @@ class StareControlFields:
     )
     weight_m_min: float = field(
         default=0.5, metadata={"help": "§4.4 schedule lower bound of M (STARE run script: 0.5)."}
+    )
+    # weight_control='auto' (ours, not the paper's): defaults chosen once on the tiny arithmetic model
+    auto_kp: float = field(
+        default=_AUTO_DEFAULTS.kp,
+        metadata={"help": f"auto: proportional gain, log W per unit relative entropy error (default {_AUTO_DEFAULTS.kp})."},
+    )
+    auto_ki: float = field(
+        default=_AUTO_DEFAULTS.ki,
+        metadata={"help": f"auto: integral gain, log W per step per unit relative error (default {_AUTO_DEFAULTS.ki})."},
+    )
+    auto_smoothing: float = field(
+        default=_AUTO_DEFAULTS.smoothing,
+        metadata={"help": f"auto: EMA factor in [0, 1) on the entropy error (default {_AUTO_DEFAULTS.smoothing})."},
+    )
+    auto_rate_limit: float = field(
+        default=_AUTO_DEFAULTS.rate_limit,
+        metadata={"help": f"auto: largest change of log W per step (default {_AUTO_DEFAULTS.rate_limit})."},
+    )
+    auto_w_max: float = field(
+        default=_AUTO_DEFAULTS.w_max, metadata={"help": f"auto: upper bound of W, > 1 (default {_AUTO_DEFAULTS.w_max})."}
+    )
+    auto_m_min: float = field(
+        default=_AUTO_DEFAULTS.m_min,
+        metadata={"help": f"auto: lower bound of M in (0, 1]; M = max(1 / W, auto_m_min) (default {_AUTO_DEFAULTS.m_min})."},
     )
 
 
@@ -117,10 +147,23 @@ def check_stare_fields(cfg: object) -> None:
             StareWeightSchedule.from_config(cfg)
         except ValueError as err:  # name the config fields, not the controller's arguments
             raise ValueError(f"weight_control='paper': {err} (weight_alpha / weight_w_max / weight_m_min)") from err
+    auto_weight_config(cfg)  # validates the auto_* fields whatever the mode: a typo fails before a long run
+
+
+def auto_weight_config(cfg: object) -> AutoWeightConfig:
+    """The :class:`~stare_rl.weight_control.AutoWeightConfig` of a STARE-style config's ``auto_*`` fields."""
+    names = ("kp", "ki", "smoothing", "rate_limit", "w_max", "m_min")
+    try:
+        return AutoWeightConfig(**{n: getattr(cfg, f"auto_{n}") for n in names})
+    except ValueError as err:  # name the config fields (auto_kp=...), not the controller's arguments
+        raise ValueError(re.sub(rf"\b({'|'.join(names)})=", r"auto_\1=", str(err))) from err
 
 
 def stare_controllers(cfg: object) -> dict[str, Controller]:
-    """A STARE-style config's controllers: the §4.3 gate, plus the §4.4 W/M schedule when ``weight_control='paper'``."""
+    """A STARE-style config's controllers: the §4.3 gate, plus the §4.4 W/M schedule when ``weight_control='paper'``;
+    with ``weight_control='auto'`` only the PI controller, which sets ``gate_on``, ``reweight_w`` and ``reweight_m``."""
+    if cfg.weight_control == "auto":  # type: ignore[attr-defined]
+        return {AUTO: AutoWeightController(cfg.target_entropy, auto_weight_config(cfg))}  # type: ignore[attr-defined]
     ctrls: dict[str, Controller] = {GATE: StareGate(cfg.target_entropy)}  # type: ignore[attr-defined]
     if cfg.weight_control == "paper":  # type: ignore[attr-defined]
         ctrls["schedule"] = StareWeightSchedule.from_config(cfg)

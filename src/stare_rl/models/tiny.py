@@ -6,6 +6,8 @@ from typing import Any
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+TINY_MAX_POSITIONS = 128  # longest prompt + completion of the tiny model, in tokens
+
 
 def build_tiny_model(
     tokenizer: PreTrainedTokenizerBase,
@@ -13,7 +15,7 @@ def build_tiny_model(
     num_layers: int = 4,
     num_heads: int = 4,
     intermediate_size: int | None = None,
-    max_position_embeddings: int = 128,
+    max_position_embeddings: int = TINY_MAX_POSITIONS,
     seed: int = 0,
     **config_overrides: Any,
 ) -> PreTrainedModel:
@@ -44,11 +46,10 @@ def build_tiny_model(
         num_attention_heads=num_heads,
         num_key_value_heads=num_heads,
         max_position_embeddings=max_position_embeddings,
-        tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
-        **config_overrides,
+        **{"tie_word_embeddings": True, **config_overrides},
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -47,22 +47,33 @@ def math_reward(completion: str, ground_truth: str) -> float:
     Equality is math-verify's (numbers, fractions, radicals, intervals, expressions). No ``\\boxed{}`` -> 0.
     Signal-based timeouts are on only on the main thread (wrap in :func:`safe_reward` for a timeout anywhere).
     """
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+    from math_verify import LatexExtractionConfig, parse, verify
 
     boxed = last_boxed(completion)
     if boxed is None or not boxed.strip():
         return 0.0
-    on_main = threading.current_thread() is threading.main_thread()
-    parse_timeout = 5 if on_main else None
-    gt = str(ground_truth).strip()
-    gt_text = gt if "\\boxed" in gt else f"${gt}$"
-    gold = parse(gt_text, extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()],
-                 parsing_timeout=parse_timeout)
+    parse_timeout = _parse_timeout()
+    gold = parse_gold(ground_truth)
     pred = parse(f"\\boxed{{{boxed}}}", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)],
                  parsing_timeout=parse_timeout)
     if not gold or not pred:
         return 0.0
     return 1.0 if verify(gold, pred, timeout_seconds=parse_timeout) else 0.0
+
+
+def _parse_timeout() -> int | None:
+    return 5 if threading.current_thread() is threading.main_thread() else None
+
+
+def parse_gold(ground_truth: str) -> list[Any]:
+    """math-verify's parse of a reference answer (``$...$`` added unless it holds ``\\boxed``); ``[]`` when
+    math-verify cannot read it (then :func:`math_reward` scores every completion 0)."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+
+    gt = str(ground_truth).strip()
+    gt_text = gt if "\\boxed" in gt else f"${gt}$"
+    return parse(gt_text, extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()],
+                 parsing_timeout=_parse_timeout())
 
 
 def _check_score(value: Any) -> float:

@@ -124,6 +124,7 @@ def warm_start(
         return final
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cache_dir / f".tmp-{final.name}-{os.getpid()}"
+    _remove_orphans(cache_dir, final.name)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         info = _train(task, config, seed, tmp, progress)
@@ -147,6 +148,26 @@ def sft_rows(task: Task, rows: list[dict[str, str]], seed: int) -> list[dict[str
     per prompt for a task that samples among many valid completions), deterministic in ``seed``."""
     rng = random.Random(f"sft:{seed}")
     return [{"prompt": r["prompt"], "completion": c} for r in rows for c in task.sft_targets(r, rng)]
+
+
+def _remove_orphans(cache_dir: Path, name: str) -> None:
+    """Delete ``.tmp-<name>-<pid>`` dirs left by a killed warm start (their process is gone); they are never
+    used as a cache entry (only the atomic rename to ``<name>`` publishes one), only disk to reclaim."""
+    for tmp in cache_dir.glob(f".tmp-{name}-*"):
+        pid = tmp.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            logger.info("warm start: removing %s left by a killed run", tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: bool) -> dict[str, Any]:
@@ -199,6 +220,7 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                          callbacks=[stopper])
+    _quiet_progress(trainer)
     trainer.train()
     if not stopper.history or stopper.history[-1]["step"] != trainer.state.global_step:
         stopper.measure(model, trainer.state.global_step)
@@ -216,6 +238,20 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
         "cpu_time_s": round(time.process_time() - cpu_start, 1),
         "num_parameters": sum(p.numel() for p in model.parameters()),
     }
+
+
+def _quiet_progress(trainer: Any) -> None:
+    """The SFT progress bar without the loss dicts it prints every ``eval_every`` steps and at the end: the stop
+    metric line (``_StopOnMetric``) and ``warmstart.json`` carry what matters."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    class _BarOnly(ProgressCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            return None
+
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_BarOnly())
 
 
 def _make_callback_base() -> type:

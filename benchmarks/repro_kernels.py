@@ -1,0 +1,43 @@
+"""Do the CPU kernels change the bits? 30 SFT warm-start steps of the tiny model, then a hash of the weights.
+
+Run it under different kernel settings on one machine and compare the hashes (docs/train.md, Reproducibility):
+
+    OMP_NUM_THREADS=1 python3 benchmarks/repro_kernels.py 1
+    OMP_NUM_THREADS=1 ATEN_CPU_CAPABILITY=avx2 python3 benchmarks/repro_kernels.py 1
+    OMP_NUM_THREADS=1 MKL_CBWR=AVX2 python3 benchmarks/repro_kernels.py 1
+    OMP_NUM_THREADS=2 python3 benchmarks/repro_kernels.py 2
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+
+import torch
+
+
+def main(threads: int) -> None:
+    torch.set_num_threads(threads)
+    from safetensors.torch import load_file
+
+    from stare_rl.tasks.warmstart import WarmStartConfig, warm_start
+
+    cfg = WarmStartConfig(learning_rate=2e-3, max_steps=30, eval_every=30, stop_avg_at_k=1.0, stop_greedy_acc=1.0)
+    with tempfile.TemporaryDirectory() as d:
+        start = time.time()
+        path = warm_start("arithmetic", d, seed=0, config=cfg, progress=False)
+        weights = load_file(os.path.join(path, "model.safetensors"))
+        digest = hashlib.sha256(b"".join(weights[k].numpy().tobytes() for k in sorted(weights))).hexdigest()[:12]
+        with open(os.path.join(path, "warmstart.json")) as f:
+            final = json.load(f)["final"]
+    print(f"cpu_capability={torch.backends.cpu.get_cpu_capability()} threads={threads} "
+          f"MKL_CBWR={os.environ.get('MKL_CBWR')} weights={digest} entropy={final['entropy']:.9f} "
+          f"wall={time.time() - start:.0f}s")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
