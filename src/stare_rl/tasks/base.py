@@ -76,6 +76,25 @@ def sample_distinct(
     return rows
 
 
+def sample_distinct_rejecting(
+    draw_once: Callable[[random.Random], tuple[str, dict[str, str]]],
+    split: str,
+    n: int,
+    seed: int,
+    allow_fewer: bool = False,
+) -> list[dict[str, str]]:
+    """:func:`sample_distinct` over a generator that may reject a draw (returns an empty row): draw again."""
+    check_split_args(split, n, seed)
+
+    def draw(rng: random.Random) -> tuple[str, dict[str, str]]:
+        while True:
+            key, row = draw_once(rng)
+            if row:
+                return key, row
+
+    return sample_distinct(draw, split, n, seed, allow_fewer)
+
+
 class Task(ABC):
     """An offline verifiable task: prompts, answers, a reward and supervised targets.
 

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from stare_rl.tasks.base import Task, check_split_args, clean_completion, sample_distinct
+from stare_rl.tasks.base import Task, clean_completion, sample_distinct_rejecting
 
 MAX_EXPR_CHARS = 200  # longer completions score 0 without being parsed
 
@@ -191,15 +191,7 @@ class CountdownTask(Task):
         return key, {"prompt": answer + "=", "answer": answer}
 
     def make_split(self, split: str, n: int, seed: int, allow_fewer: bool = False) -> list[dict[str, str]]:
-        check_split_args(split, n, seed)
-
-        def draw(rng: random.Random) -> tuple[str, dict[str, str]]:
-            while True:
-                key, row = self._draw(rng)
-                if row:
-                    return key, row
-
-        return sample_distinct(draw, split, n, seed, allow_fewer)
+        return sample_distinct_rejecting(self._draw, split, n, seed, allow_fewer)
 
     def reward(self, completion: str, answer: str) -> float:
         nums, target = parse_answer(answer)

@@ -31,7 +31,7 @@ import random
 import re
 from typing import Any
 
-from stare_rl.tasks.base import Task, check_split_args, clean_completion, sample_distinct
+from stare_rl.tasks.base import Task, clean_completion, sample_distinct_rejecting
 
 MAX_COMPLETION_CHARS = 400  # longer completions score 0 without being parsed
 _STEP = re.compile(r"^(\d+)([-+*/])(\d+)=(\d+)(?:\(([\d,]*)\))?$")
@@ -192,15 +192,7 @@ class CountdownCotTask(Task):
         return f"{sorted(nums)}:{target}", {"prompt": answer + "=", "answer": answer}
 
     def make_split(self, split: str, n: int, seed: int, allow_fewer: bool = False) -> list[dict[str, str]]:
-        check_split_args(split, n, seed)
-
-        def draw(rng: random.Random) -> tuple[str, dict[str, str]]:
-            while True:
-                key, row = self._draw(rng)
-                if row:
-                    return key, row
-
-        return sample_distinct(draw, split, n, seed, allow_fewer)
+        return sample_distinct_rejecting(self._draw, split, n, seed, allow_fewer)
 
     def reward(self, completion: str, answer: str) -> float:
         nums, target = parse_answer(answer)
