@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from _core_batches import EDGE_CASES, edge_case_batch, random_batch
+from _core_batches import EDGE_CASES, assert_finite_on_edge_case, assert_verl_loss_equals_core, random_batch
 from stare_rl import SurrogateConfig, TokenBatch, aggregate, compute_loss, get_method
 from stare_rl.methods.ce_gppo import CEGPPOConfig
 
@@ -99,33 +99,9 @@ def test_config_validation_names_field_and_value(field: str, value: float) -> No
 
 @pytest.mark.parametrize("case", EDGE_CASES)
 def test_edge_cases_are_finite(case: str) -> None:
-    batch = edge_case_batch(case, 3)
-    out = compute_loss("ce_gppo", batch)
-    loss = aggregate(out.token_loss, batch.mask)
-    (grad,) = torch.autograd.grad(loss, batch.log_prob)
-    assert torch.isfinite(loss) and bool(torch.isfinite(grad).all())
-    assert all(bool(torch.isfinite(v)) for v in out.metrics.values())
-    if case in ("no_valid", "zero_adv"):
-        assert float(loss.detach()) == 0.0 and bool((grad == 0).all())
+    assert_finite_on_edge_case("ce_gppo", case, 3)
 
 
 def test_registered_in_verl_and_equal_to_the_core() -> None:
-    """verl's registry has ``stare_rl.ce_gppo``; called the way verl calls a policy loss it equals the core."""
     pytest.importorskip("verl")
-    import verl  # noqa: F401  (the stare_rl plugin registers on import)
-    from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
-    from verl.workers.config import FSDPActorConfig
-
-    from stare_rl.engines import verl as V
-
-    fn = POLICY_LOSS_REGISTRY["stare_rl.ce_gppo"]
-    assert fn._stare_rl_method == "ce_gppo"
-    batch = random_batch(3, 4, 7)
-    pl = V.StareRLPolicyLossConfig()
-    cfg = FSDPActorConfig(policy_loss=pl, rollout_n=4, ppo_micro_batch_size_per_gpu=2, clip_ratio_low=0.2,
-                          clip_ratio_high=0.28)
-    with V.step_state(V.StepState(entropy=batch.entropy)):
-        loss, metrics = fn(batch.old_log_prob, batch.log_prob, batch.advantages, batch.mask, "token-mean", cfg)
-    out = compute_loss("ce_gppo", batch, V.method_config("ce_gppo", pl), V.surrogate_config(cfg, "token-mean"))
-    torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask), rtol=1e-6, atol=1e-7)
-    assert "actor/pg_clipfrac" in metrics
+    assert_verl_loss_equals_core("ce_gppo")
