@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _tiny import save_tiny_model
 from stare_rl.analysis.grid import (
     DONE_FILE,
     Cell,
@@ -210,16 +211,8 @@ def test_cell_state_and_resume_preparation(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small random model of the project's tiny architecture for countdown (no warm start needed)."""
-    from stare_rl.models.tiny import build_tiny_model
-    from stare_rl.models.tokenizer import build_char_tokenizer
-    from stare_rl.tasks import get_task
-
-    path = tmp_path_factory.mktemp("tiny_countdown")
-    tok = build_char_tokenizer(get_task("countdown").alphabet)
-    build_tiny_model(tok, hidden_size=32, num_layers=2, num_heads=2, seed=0).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+    """A small random model of the project's tiny architecture, saved as a normal HF model dir."""
+    return save_tiny_model(tmp_path_factory.mktemp("tiny_countdown"), "countdown")
 
 
 @pytest.mark.slow

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from _tiny import save_tiny_model
+
 pytest.importorskip("trl")
 
 from stare_rl.engines.trl_eval import HeldOutEvalCallback, curve_ks  # noqa: E402
@@ -16,15 +18,8 @@ from stare_rl.runlog import read_metrics  # noqa: E402
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from stare_rl.models.tiny import build_tiny_model
-    from stare_rl.models.tokenizer import build_char_tokenizer
-    from stare_rl.tasks import get_task
-
-    path = tmp_path_factory.mktemp("tiny")
-    tok = build_char_tokenizer(get_task("arithmetic").alphabet)
-    build_tiny_model(tok, hidden_size=32, num_layers=2, num_heads=2, seed=0).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+    """A small random model of the project's tiny architecture, saved as a normal HF model dir."""
+    return save_tiny_model(tmp_path_factory.mktemp("tiny"), "arithmetic")
 
 
 def test_curve_ks_and_validation() -> None:
