@@ -25,15 +25,9 @@ import os
 import subprocess
 import sys
 
+from _proc import status_kib
+
 MiB = 1024 * 1024
-
-
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
 
 
 def _child(variant: str, n: int, v: int, dtype_name: str, chunk: int, grad: bool, temperature: float) -> dict:
@@ -62,12 +56,12 @@ def _child(variant: str, n: int, v: int, dtype_name: str, chunk: int, grad: bool
         logits.requires_grad_(True)
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset VmHWM to the current RSS
-    before = _status_kib("VmRSS")
+    before = status_kib("VmRSS")
     with torch.set_grad_enabled(grad):
         lp, ent = fn(logits, tokens)
         if grad:
             (lp.sum() + ent.sum()).backward()
-    peak = _status_kib("VmHWM")
+    peak = status_kib("VmHWM")
     return {"extra_mib": (peak - before) / 1024, "checksum": float(lp.double().sum() + ent.double().sum())}
 
 

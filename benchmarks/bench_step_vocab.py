@@ -38,16 +38,10 @@ import tempfile
 import time
 from typing import Any
 
+from _proc import status_kib
+
 VARIANTS = ("plain", "vanilla", "stare", "steer", "80/20")
 _METHOD = {"vanilla": "vanilla", "stare": "stare", "steer": "steer", "80/20": "high_entropy"}
-
-
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
 
 
 def build_vocab_tokenizer(vocab_size: int) -> Any:
@@ -98,13 +92,13 @@ class _StepProbe:
             def on_step_begin(self, args, state, control, **kwargs):  # noqa: ANN001
                 with open("/proc/self/clear_refs", "w") as f:
                     f.write("5")  # VmHWM <- VmRSS
-                probe._rss0 = _status_kib("VmRSS")
+                probe._rss0 = status_kib("VmRSS")
                 probe._t0 = (time.process_time(), time.perf_counter())
 
             def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
                 probe.cpu.append(time.process_time() - probe._t0[0])
                 probe.wall.append(time.perf_counter() - probe._t0[1])
-                probe.peak_kib.append(_status_kib("VmHWM") - probe._rss0)
+                probe.peak_kib.append(status_kib("VmHWM") - probe._rss0)
 
         return Probe()
 
