@@ -7,6 +7,7 @@ lazily so that ``stare --help`` does not import TRL or verl.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 COMMANDS = {
@@ -17,6 +18,25 @@ COMMANDS = {
     "compare": "Run a grid of methods x seeds with identical budgets and report them side by side.",
     "check-verl": "Check that verl loads the stare-rl plugin: versions, entry point, registered names.",
 }
+
+# Set by `stare compare` for the `stare train` processes it starts: the pid of the parent they must not outlive.
+PARENT_PID_ENV = "STARE_PARENT_PID"
+
+
+def exit_with_parent() -> None:
+    """When started by ``stare compare`` (``PARENT_PID_ENV`` set, Linux): have the kernel SIGKILL this process
+    when its parent dies, however it dies (a SIGKILLed parent cannot stop its children). Without it an orphaned
+    cell would keep writing into the run directory that a re-run of the grid resumes. Elsewhere: nothing."""
+    parent = os.environ.pop(PARENT_PID_ENV, None)
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != int(parent):  # the parent died before the prctl: nothing would end this process
+        os._exit(1)
 
 
 def _usage() -> str:
@@ -40,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"stare: unknown command {cmd!r}; choose one of {list(COMMANDS)}", file=sys.stderr)
         return 2
+    exit_with_parent()
     module = importlib.import_module(f"stare_rl.commands.{cmd.replace('-', '_')}")
     return int(module.main(rest) or 0)
 

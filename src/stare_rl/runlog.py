@@ -6,7 +6,7 @@ A run directory (``stare train --output_dir DIR``) holds::
     metrics.jsonl        one JSON object per logged step, always with "step"; flushed line by line
     train_summary.json   TRL's end-of-training summary (train_runtime, train_loss, ...)
     checkpoint-<N>/      TRL/HF checkpoints (model, optimizer, RNG, trainer_state.json) plus
-                         stare_controller.json (controller state, written atomically)
+                         stare_controller.json (controller state, written atomically, first)
     model/               the final policy (a normal Hugging Face model dir, tokenizer included)
     eval.json            held-out evaluation of model/ (``stare eval`` format)
     eval_initial.json    the same evaluation of the starting policy, before training (``initial_eval``)
@@ -38,7 +38,7 @@ EVAL_FILE = "eval.json"
 INITIAL_EVAL_FILE = "eval_initial.json"
 CONTROLLER_FILE = "stare_controller.json"
 TRAIN_SUMMARY_FILE = "train_summary.json"
-TRAINER_STATE_FILE = "trainer_state.json"  # HF's, the last file of a checkpoint before ours
+TRAINER_STATE_FILE = "trainer_state.json"  # HF's, the last file of a complete checkpoint
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
 
 
@@ -74,8 +74,9 @@ class RunLayout:
     def last_checkpoint(self) -> Path | None:
         """The newest *complete* checkpoint, or None.
 
-        Complete: ``trainer_state.json`` is there (HF writes it after the model, optimizer and RNG states) and,
-        in a run whose checkpoints hold controller state, ``stare_controller.json`` too (written last). A
+        Complete: ``trainer_state.json`` is there (HF writes it after the model, optimizer and RNG states, and
+        the TRL engine writes ``stare_controller.json`` before all of them) and, in a run whose checkpoints hold
+        controller state, ``stare_controller.json`` too (checkpoints of older versions wrote it last). A
         checkpoint half-written by a killed run is skipped, never resumed from.
         """
         ckpts = self.checkpoints()
@@ -97,18 +98,46 @@ def _jsonable(value: Any) -> Any:
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
     """Write ``obj`` as JSON to ``path`` through a temporary file and ``os.replace`` (never half-written)."""
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True))
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and ``os.replace``: a reader
+    (or a process killed mid-write) sees the old file or the new one, never a half-written one. A killed
+    writer may leave a ``.<name>.*.tmp`` next to it; nothing reads those."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2, sort_keys=True)
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class CheckpointWriteError(OSError):
+    """Writing ``checkpoint`` failed (disk full, quota, read-only, I/O error); the half-written checkpoint was
+    removed and ``previous`` (the last complete checkpoint, or None) is untouched."""
+
+    def __init__(self, checkpoint: Path, previous: Path | None, cause: BaseException) -> None:
+        self.checkpoint, self.previous, self.cause = Path(checkpoint), previous, cause
+        errno_ = getattr(cause, "errno", None)
+        super().__init__(errno_, str(self))
+
+    def __str__(self) -> str:
+        cause = self.cause
+        what = (f"[Errno {cause.errno}] {cause.strerror}" if isinstance(cause, OSError) and cause.strerror
+                else f"{type(cause).__name__}: {' '.join(str(cause).split())}")
+        if isinstance(cause, OSError) and cause.filename:
+            what += f" ({cause.filename})"
+        last = (f"the last complete checkpoint {self.previous} is intact: free space, then re-run with "
+                "--resume_from_checkpoint last" if self.previous is not None
+                else "no complete checkpoint before it: re-run from the start once there is space")
+        return f"could not write checkpoint {self.checkpoint}: {what}; the half-written checkpoint was removed; {last}"
 
 
 def read_json(path: str | os.PathLike) -> Any:

@@ -22,7 +22,6 @@ Grid file::
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import shutil
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from stare_rl.runlog import RunLayout, write_json_atomic, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ def cell_state(cell: Cell) -> str:
     """``done`` (marker present), ``resume`` (a checkpoint to resume from), ``fresh`` (nothing usable)."""
     if (cell.run_dir / DONE_FILE).is_file():
         return "done"
-    if any(p.is_dir() and p.name.startswith("checkpoint-") for p in cell.run_dir.glob("checkpoint-*")):
+    if RunLayout(cell.run_dir).last_checkpoint() is not None:  # a half-written checkpoint does not count
         return "resume"
     return "fresh"
 
@@ -220,7 +221,7 @@ def prepare_cell(grid: Grid, cell: Cell) -> tuple[Path, bool]:
     cfg = {**grid.cell_config(cell.method), "seed": cell.seed}
     path = cell.run_dir / CELL_CONFIG
     header = f"# stare compare cell {cell.name}: stare train --config {CELL_CONFIG} --output_dir <this dir>\n"
-    path.write_text(header + yaml.safe_dump(cfg, sort_keys=True))
+    write_text_atomic(path, header + yaml.safe_dump(cfg, sort_keys=True))
     write_label(grid, cell)
     return path, state == "resume"
 
@@ -230,11 +231,12 @@ def write_label(grid: Grid, cell: Cell) -> None:
     label = {"method": cell.method, "seed": cell.seed, "target_entropy": grid.target_entropy,
              "train_method": grid.cell_config(cell.method).get("method"),
              "description": grid.descriptions.get(cell.method, "")}
-    (cell.run_dir / LABEL_FILE).write_text(json.dumps(label, indent=2))
+    write_json_atomic(cell.run_dir / LABEL_FILE, label)
 
 
 def mark_done(cell: Cell, info: Mapping[str, Any]) -> None:
-    (cell.run_dir / DONE_FILE).write_text(json.dumps(dict(info), indent=2))
+    """Write the cell's finished marker (atomically: a half-written marker would be read as finished)."""
+    write_json_atomic(cell.run_dir / DONE_FILE, dict(info))
 
 
 # ----- results table -----

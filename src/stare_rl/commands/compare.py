@@ -40,6 +40,8 @@ from stare_rl.analysis.grid import (
     results_table,
     run_metrics,
 )
+from stare_rl.cli import PARENT_PID_ENV
+from stare_rl.runlog import write_text_atomic
 
 RESULTS_JSON, RESULTS_MD, RUN_INFO = "results.json", "results.md", "compare_run.json"
 
@@ -119,8 +121,10 @@ def _launch(grid: Grid, cell: Cell) -> tuple[subprocess.Popen, Any, bool, float]
             "--output_dir", str(cell.run_dir), "--disable_tqdm", "true"]
     if resume:
         argv += ["--resume_from_checkpoint", "last"]
+    # PARENT_PID_ENV: the cell ends when this process dies, even by SIGKILL (cli.exit_with_parent); a re-run
+    # never finds an orphaned cell still writing into the run dir it resumes
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-           "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+           "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid())}
     log = open(cell.run_dir / "train.log", "a")  # noqa: SIM115  (closed when the process ends)
     log.write(f"$ {shlex.join(argv)}\n")
     log.flush()
@@ -256,8 +260,8 @@ def summarise(grid: Grid, cells: list[Cell],
         ref_rows = [run_metrics({f"eval:{k}": v for k, v in r.items()}, [], None, grid.band) for r in refs]
         per_run = {REFERENCE: ref_rows, **per_run}
     results = results_table(per_run, grid)
-    (grid.out / RESULTS_JSON).write_text(json.dumps(results, indent=2))
-    (grid.out / RESULTS_MD).write_text(results_markdown(results))
+    write_text_atomic(grid.out / RESULTS_JSON, json.dumps(results, indent=2))
+    write_text_atomic(grid.out / RESULTS_MD, results_markdown(results))
     return page, results
 
 
@@ -286,7 +290,7 @@ def _record_invocation(grid: Grid, cells: list[Cell], argv: list[str], config: s
     info = {"cells": len(cells), "scored": scored, "not_scored": [c.name for c in cells if c.name not in scored],
             "wall_s_total": round(sum(h["wall_s"] for h in history), 1), "versions": _versions(),
             "invocations": history}
-    path.write_text(json.dumps(info, indent=2))
+    write_text_atomic(path, json.dumps(info, indent=2))
 
 
 def main(argv: list[str]) -> int:

@@ -224,9 +224,13 @@ def main(argv: list[str]) -> int:
         print(line, flush=True)
     for line in prepared.warnings:
         print(f"stare train: warning: {line}", file=sys.stderr, flush=True)
-    run_dir, stopped = execute(prepared)
-    from stare_rl.runlog import describe_run_dir
+    from stare_rl.runlog import CheckpointWriteError, describe_run_dir
 
+    try:
+        run_dir, stopped = execute(prepared)
+    except CheckpointWriteError as err:  # disk full / quota / read-only while checkpointing
+        print(f"stare train: error: {err}", file=sys.stderr)
+        return 1
     print(describe_run_dir(run_dir))
     if stopped:
         print(f"stare train: error: {stopped}", file=sys.stderr)
@@ -252,6 +256,7 @@ class Prepared:
     tokenizer: Any = None
     notes: list[str] = dataclasses.field(default_factory=list)  # printed before the run starts
     warnings: list[str] = dataclasses.field(default_factory=list)  # printed as warnings before the run starts
+    restart: bool = False  # resume 'last' of a run stopped before its first checkpoint: start it again
 
 
 def _rows(spec: str, what: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -285,7 +290,7 @@ def prepare(plan: Plan) -> Prepared:
     reward_fn, reward_note = _reward(ta, task)
     if ta.dataset is None and "max_completion_length" not in plan.explicit:
         grpo.max_completion_length = task.max_completion_chars + 1  # embedded task: answer + <eos>
-    resume = _resume_point(grpo)
+    resume, restart = _resume_point(grpo)
     model, tokenizer, max_positions = _model_for_checks(ta, task, grpo)
     train_rows, eval_rows, files, notes, warnings = _split_rows(ta, grpo.seed, task)
     if _is_tool_task(task, ta):  # TRL plays the episodes from chat prompts
@@ -297,7 +302,8 @@ def prepare(plan: Plan) -> Prepared:
     if ta.model == "tiny":
         model = tokenizer = None  # the warm start in execute builds them
     return Prepared(plan, task, train_rows, eval_rows, reward_fn, resume, model, tokenizer,
-                    [plan.base_note, reward_note, *notes], warnings)
+                    [plan.base_note, reward_note, *notes, *([restart] if restart else [])], warnings,
+                    restart=restart is not None)
 
 
 DataFile = tuple[str, list[dict[str, Any]], list[str]]  # (field=path, rows, where each row is)
@@ -359,18 +365,25 @@ def _is_tool_task(task: Any, ta: ModelTaskArgs) -> bool:
     return task is not None and is_tool_task(task) and ta.dataset is None
 
 
-def _resume_point(grpo: Any) -> str | None:
-    from stare_rl.runlog import RunLayout
+def _resume_point(grpo: Any) -> tuple[str | None, str | None]:
+    """``(checkpoint to resume from or None, note)``. ``last`` in a run directory killed before its first complete
+    checkpoint (during the warm start, the initial evaluation or the first steps: ``config.yaml`` there, no
+    complete checkpoint, no final model) restarts that run from step 0 (the note says so)."""
+    from stare_rl.runlog import MODEL_DIR, RunLayout
 
     resume = grpo.resume_from_checkpoint
     if resume is not None and str(resume).lower() in ("last", "true"):
-        last = RunLayout(Path(grpo.output_dir)).last_checkpoint()
-        if last is None:
-            raise ValueError(f"resume_from_checkpoint={resume!r}: no checkpoint-* in output_dir={grpo.output_dir!r}")
-        return str(last)
+        layout = RunLayout(Path(grpo.output_dir))
+        last = layout.last_checkpoint()
+        if last is not None:
+            return str(last), None
+        if layout.config.is_file() and not (layout.root / MODEL_DIR).exists() and not layout.eval.exists():
+            return None, (f"resume: output_dir={grpo.output_dir!r} holds a run stopped before its first complete "
+                          "checkpoint; starting it again from step 0")
+        raise ValueError(f"resume_from_checkpoint={resume!r}: no checkpoint-* in output_dir={grpo.output_dir!r}")
     if resume is not None and not Path(resume).is_dir():
         raise ValueError(f"resume_from_checkpoint={resume!r}: no such checkpoint directory")
-    return resume
+    return resume, None
 
 
 def _model_for_checks(ta: ModelTaskArgs, task: Any, grpo: Any) -> tuple[Any, Any, int | None]:
@@ -406,9 +419,10 @@ def _load_model(path: str, init_kwargs: dict[str, Any] | None) -> tuple[Any, Any
 def _write_config(path: Path, explicit: dict[str, Any]) -> None:
     import yaml
 
+    from stare_rl.runlog import write_text_atomic
+
     header = "# Resolved configuration of this run; re-run with: stare train --config config.yaml\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(header + yaml.safe_dump(explicit, sort_keys=True))
+    write_text_atomic(path, header + yaml.safe_dump(explicit, sort_keys=True))
 
 
 def execute(prep: Prepared) -> tuple[Path, str | None]:
@@ -421,7 +435,7 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
     import torch
     from transformers.utils import logging as hf_logging
 
-    from stare_rl.runlog import RunLayout
+    from stare_rl.runlog import METRICS_FILE, TRAIN_SUMMARY_FILE, RunLayout
 
     hf_logging.set_verbosity_warning()
     datasets.disable_progress_bars()  # TRL's dataset map bars: one bar per phase is enough
@@ -431,6 +445,9 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
     # resume_from_checkpoint is what this invocation did, not part of the run's configuration
     saved = {k: v for k, v in plan.explicit.items() if k != "resume_from_checkpoint"}
     _write_config(layout.config, {**saved, "output_dir": grpo.output_dir})
+    if prep.restart:  # the stopped run's per-step log would be appended to
+        for name in (METRICS_FILE, TRAIN_SUMMARY_FILE):
+            (layout.root / name).unlink(missing_ok=True)
     model, tokenizer = prep.model, prep.tokenizer
     threads = torch.get_num_threads()
     torch.set_num_threads(ta.torch_threads or threads)
@@ -478,7 +495,7 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
     from stare_rl.commands.model_card import model_card
     from stare_rl.engines.trl import StareGRPOTrainer, make_reward_func
     from stare_rl.engines.watch import TrainingWatch
-    from stare_rl.runlog import INITIAL_EVAL_FILE, write_json_atomic
+    from stare_rl.runlog import INITIAL_EVAL_FILE, write_json_atomic, write_text_atomic
 
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
     watch = TrainingWatch(patience=ta.warn_after_steps,
@@ -520,20 +537,25 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
 
         write_json_atomic(layout.model / TASK_INFO_FILE, {"task": prep.task.name, "task_kwargs": prep.task.settings()})
     after = _evaluate(prep, trainer.model, tokenizer, layout.eval, "held-out evaluation") if ta.final_eval else None
-    card = model_card(plan, prep.notes, trainer.state.global_step, before, after, layout.root.name)
+    steps = trainer.state.global_step or _checkpoint_step(prep.resume)
+    card = model_card(plan, prep.notes, steps, before, after, layout.root.name)
     for where in (layout.root, layout.model):  # replaces TRL's generic card ("fine-tuned version of [None]")
-        (where / "README.md").write_text(card)
+        write_text_atomic(where / "README.md", card)
     return None
 
 
 def _finished(checkpoint: str | None, max_steps: int) -> bool:
     """True when ``checkpoint`` holds the run's last step: HF's loop would train one step past ``max_steps``."""
+    return checkpoint is not None and max_steps >= 1 and _checkpoint_step(checkpoint) >= max_steps
+
+
+def _checkpoint_step(checkpoint: str | None) -> int:
+    """The global step saved in ``checkpoint`` (0 for None)."""
     from stare_rl.runlog import TRAINER_STATE_FILE
 
-    if checkpoint is None or max_steps < 1:
-        return False
-    state = json.loads((Path(checkpoint) / TRAINER_STATE_FILE).read_text())
-    return int(state.get("global_step", 0)) >= max_steps
+    if checkpoint is None:
+        return 0
+    return int(json.loads((Path(checkpoint) / TRAINER_STATE_FILE).read_text()).get("global_step", 0))
 
 
 class _quiet_tied_weight_warning:  # noqa: N801 - used as a context manager

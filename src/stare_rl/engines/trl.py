@@ -22,12 +22,14 @@ import contextlib
 import dataclasses
 import logging
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate.utils import is_peft_model
+from safetensors import SafetensorError
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
@@ -38,7 +40,13 @@ from stare_rl.analysis.quadrants import quadrant_stats
 from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
 from stare_rl.refill import GroupRefill, take_rows
 from stare_rl.registry import compute_loss
-from stare_rl.runlog import TRAIN_SUMMARY_FILE, MetricsWriter, write_json_atomic
+from stare_rl.runlog import (
+    TRAIN_SUMMARY_FILE,
+    CheckpointWriteError,
+    MetricsWriter,
+    RunLayout,
+    write_json_atomic,
+)
 from stare_rl.train_config import LossSetup
 from stare_rl.types import LossContext, TokenBatch
 
@@ -469,9 +477,21 @@ class StareGRPOTrainer(GRPOTrainer):
         return self.step_control.state_dict()
 
     def _save_checkpoint(self, model, trial):  # type: ignore[override]
-        super()._save_checkpoint(model, trial)
-        if self.args.should_save:
-            self.step_control.save(Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}")
+        """HF's checkpoint with the controller state written *first*: HF writes ``trainer_state.json`` last and
+        then rotates older checkpoints away (``save_total_limit``), so a checkpoint is complete before any older
+        one is deleted. A failed write (disk full, quota, read-only, I/O error) removes the half-written
+        checkpoint and raises :class:`~stare_rl.runlog.CheckpointWriteError`; the older ones stay as they were."""
+        run_dir = Path(self._get_output_dir(trial=trial))
+        checkpoint = run_dir / f"checkpoint-{self.state.global_step}"
+        try:
+            if self.args.should_save:
+                self.step_control.save(checkpoint)
+            super()._save_checkpoint(model, trial)
+        except (OSError, RuntimeError, SafetensorError) as err:  # torch.save / safetensors wrap the OS error
+            if not self.args.should_save:
+                raise
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            raise CheckpointWriteError(checkpoint, RunLayout(run_dir).last_checkpoint(), err) from err
 
     def _load_optimizer_and_scheduler(self, checkpoint):  # type: ignore[override]
         super()._load_optimizer_and_scheduler(checkpoint)
