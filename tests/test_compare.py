@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -198,15 +204,59 @@ def test_cell_state_and_resume_preparation(tmp_path: Path) -> None:
     assert not resume and not (cell.run_dir / "metrics.jsonl").exists()  # restarted from scratch
     assert yaml.safe_load(cfg.read_text()) == {"method": "vanilla", "seed": 0}
     (cell.run_dir / "checkpoint-100").mkdir()
+    (cell.run_dir / "checkpoint-100" / "trainer_state.json").write_text("{}")  # a complete checkpoint
     (cell.run_dir / "metrics.jsonl").write_text('{"step": 1}\n')
     assert cell_state(cell) == "resume"
     _, resume = prepare_cell(grid, cell)
     assert resume and (cell.run_dir / "metrics.jsonl").exists()  # kept: stare train resumes from checkpoint-100
     assert json.loads((cell.run_dir / "run_config.json").read_text())["method"] == "a"
+    # a checkpoint half-written by a kill (no trainer_state.json) is nothing to resume from: restart the cell
+    shutil.rmtree(cell.run_dir / "checkpoint-100")
+    (cell.run_dir / "checkpoint-100").mkdir()
+    (cell.run_dir / "checkpoint-100" / "model.safetensors").write_text("")
+    assert cell_state(cell) == "fresh"
+    (cell.run_dir / "checkpoint-100" / "trainer_state.json").write_text("{}")
+    assert cell_state(cell) == "resume"
     (cell.run_dir / DONE_FILE).write_text("{}")
     assert cell_state(cell) == "done"
     with pytest.raises(ValueError, match="already finished"):
         prepare_cell(grid, cell)
+
+
+PARENT_AND_CELL = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "from stare_rl.cli import exit_with_parent; exit_with_parent(); "
+                          "print('ready', flush=True); import time; time.sleep(120)"], stdout=subprocess.PIPE, text=True,
+                         env={**__import__("os").environ, "STARE_PARENT_PID": str(__import__("os").getpid())})
+assert child.stdout.readline().strip() == "ready"
+print(child.pid, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_a_cell_process_does_not_outlive_a_sigkilled_compare() -> None:
+    """``stare compare`` SIGKILLed: the ``stare train`` cells it started end too (they would otherwise keep
+    writing into run directories that the re-run resumes)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[1] / "src"),
+                                                                     os.environ.get("PYTHONPATH")]))}
+    parent = subprocess.Popen([sys.executable, "-c", PARENT_AND_CELL], stdout=subprocess.PIPE, text=True, env=env)
+    child = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, dead but not yet reaped by init, counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
 
 
 @pytest.fixture(scope="module")
@@ -215,9 +265,36 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny_countdown"), "countdown")
 
 
+# sitecustomize for the cells' `stare train` processes: SIGKILL the one whose output_dir is STARE_TEST_KILL_RUN right
+# after it logged step 2 (its checkpoint-1 is complete, checkpoint-2 not written).
+KILL_CELL_AFTER_STEP_2 = """
+import os
+if os.environ.get("STARE_TEST_KILL_RUN"):
+    import signal
+    from pathlib import Path
+    from stare_rl.engines import trl
+
+    on_log = trl.MetricsJsonlCallback.on_log
+
+    def killing_on_log(self, args, state, control, logs=None, **kwargs):
+        out = on_log(self, args, state, control, logs=logs, **kwargs)
+        if state.global_step == 2 and Path(args.output_dir).resolve() == Path(os.environ["STARE_TEST_KILL_RUN"]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return out
+
+    trl.MetricsJsonlCallback.on_log = killing_on_log
+"""
+
+
+def _without_wall_time(obj: object) -> object:
+    if isinstance(obj, dict):
+        return {k: _without_wall_time(v) for k, v in obj.items() if k != "wall_s"}
+    return [_without_wall_time(v) for v in obj] if isinstance(obj, list) else obj
+
+
 @pytest.mark.slow
 def test_smoke_grid_end_to_end_then_resume_skips_finished(
-    tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("trl")
     from stare_rl.commands import compare
@@ -260,6 +337,34 @@ def test_smoke_grid_end_to_end_then_resume_skips_finished(
     info = json.loads((out / "compare_run.json").read_text())
     assert len(info["invocations"]) == 2 and info["invocations"][1]["ran"] == []
     assert info["scored"] == ["grpo/seed0", "stare_o1/seed0"]
+
+    # killed mid-grid: cell 1 finished (its directory copied from the grid above: what a kill after it leaves),
+    # cell 2's `stare train` SIGKILLed after logging step 2 -> the re-run resumes cell 2 from checkpoint-1 and
+    # the results table is the uninterrupted grid's (wall times aside)
+    from stare_rl.runlog import read_metrics
+
+    out2 = tmp_path / "out2"
+    shutil.copytree(out / "runs" / "grpo", out2 / "runs" / "grpo")
+    victim = out2 / "runs" / "stare_o1" / "seed0"
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(KILL_CELL_AFTER_STEP_2)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "hook"), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("STARE_TEST_KILL_RUN", str(victim.resolve()))
+    assert compare.main(["--config", str(cfg), "--smoke", "--out", str(out2)]) == 1
+    printed = capsys.readouterr().out
+    assert "1 finished" in printed and "FAILED stare_o1/seed0 (exit -9)" in printed, printed
+    assert [r["step"] for r in read_metrics(victim)] == [1, 2] and not (victim / "checkpoint-2").exists()
+    assert cell_state(Cell("stare_o1", 0, victim)) == "resume"
+    monkeypatch.delenv("STARE_TEST_KILL_RUN")
+    assert compare.main(["--config", str(cfg), "--smoke", "--out", str(out2)]) == 0
+    printed = capsys.readouterr().out
+    assert "start  stare_o1/seed0 (resuming from its last checkpoint)" in printed and "start  grpo" not in printed
+    untimed = [[{k: v for k, v in r.items() if "time" not in k and "per_second" not in k} for r in read_metrics(d)]
+               for d in (victim, out / "runs" / "stare_o1" / "seed0")]
+    assert [r["step"] for r in untimed[0]] == [1, 2] and untimed[0] == untimed[1]
+    assert (victim / "eval.json").read_text() == (out / "runs" / "stare_o1" / "seed0" / "eval.json").read_text()
+    tables = [json.loads((d / "results.json").read_text()) for d in (out2, out)]
+    assert _without_wall_time(tables[0]) == _without_wall_time(tables[1])
 
 
 def test_load_grid_reads_files(tmp_path: Path) -> None:
