@@ -161,9 +161,23 @@ def test_killed_mid_grpo_then_in_the_final_evaluation_resumes_identically(
     assert (half / "model.safetensors").is_file() and not (half / TRAINER_STATE_FILE).exists()
     assert RunLayout(run).last_checkpoint() == run / "checkpoint-2"
 
-    # 2. resumed from checkpoint-2 (not the half-written 3); killed in the final evaluation, after model/ is saved
-    evaluate = stare_rl.evaluation.evaluate
+    # 2. resumed from checkpoint-2 (not the half-written 3), trained to the end; killed while saving model/
+    save_model = Trainer.save_model
 
+    def crash_after_weights(self, output_dir=None, _internal_call=False):  # noqa: ANN001, ANN202
+        save_model(self, output_dir, _internal_call)
+        if not _internal_call:  # the final model, not a checkpoint
+            raise Killed
+
+    with monkeypatch.context() as m:
+        m.setattr(Trainer, "save_model", crash_after_weights)
+        with pytest.raises(Killed):
+            cli.main([*argv, "--resume_from_checkpoint", "last"])
+    assert [r["step"] for r in read_metrics(run)] == [1, 2, 3, 4]  # step 3 of the killed run replaced
+    assert (run / "checkpoint-4" / TRAINER_STATE_FILE).is_file() and not (run / "model").exists()
+    assert (run / ".model.partial" / "model.safetensors").is_file()  # never read; replaced by the next save
+
+    # 3. resumed from checkpoint-4, the last step: nothing trained; killed in the final evaluation
     def crash(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         raise Killed
 
@@ -171,50 +185,58 @@ def test_killed_mid_grpo_then_in_the_final_evaluation_resumes_identically(
         m.setattr(stare_rl.evaluation, "evaluate", crash)
         with pytest.raises(Killed):
             cli.main([*argv, "--resume_from_checkpoint", "last"])
-    assert [r["step"] for r in read_metrics(run)] == [1, 2, 3, 4]  # step 3 of the killed run replaced
     assert (run / "model" / "model.safetensors").is_file() and not (run / "eval.json").exists()
-    assert stare_rl.evaluation.evaluate is evaluate
+    assert not (run / ".model.partial").exists()
 
-    # 3. resumed from checkpoint-4, the last step: nothing trained, model/ saved again and evaluated
+    # 4. resumed from checkpoint-4 again: model/ saved again and evaluated
     assert cli.main([*argv, "--resume_from_checkpoint", "last"]) == 0
     assert "is the last step; saving and evaluating it" in capsys.readouterr().out
     assert_same_run(run, ref_run)
 
 
-@pytest.mark.parametrize("where", ["controller state", "optimizer"])
+@pytest.mark.parametrize("where", ["controller state", "optimizer", "metrics"])
 def test_disk_full_while_checkpointing_one_line_and_the_last_checkpoint_resumes(
     tmp_path: Path, reference: tuple[str, Path, Path], monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str], where: str
 ) -> None:
     """ENOSPC while writing checkpoint-3 (keeping one checkpoint: HF deletes older ones once a new one is
-    complete): a one-line error naming the checkpoint, the file and the last complete checkpoint; checkpoint-2
-    intact, the half-written checkpoint-3 removed; resuming from checkpoint-2 ends like the uninterrupted run."""
+    complete), or ``metrics.jsonl`` at step 3: a one-line error naming the file and the last complete checkpoint;
+    checkpoint-2 intact, a half-written checkpoint-3 removed; resuming from checkpoint-2 ends like the
+    uninterrupted run."""
     import torch
 
+    import stare_rl.runlog
     import stare_rl.step_control
 
     data, cache, ref_run = reference
     run = tmp_path / "run"
     argv = _argv(data, run, cache, "--save_total_limit", "1")
-    full = str(run / "checkpoint-3" / ("stare_controller.json" if where == "controller state" else "optimizer.pt"))
+    full = {"controller state": run / "checkpoint-3" / CONTROLLER_FILE, "optimizer": run / "checkpoint-3" /
+            "optimizer.pt", "metrics": run / "metrics.jsonl"}[where]
 
     def no_space(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), full)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(full))
 
-    write_json, torch_save = stare_rl.step_control.write_json_atomic, torch.save
+    write_json, torch_save, write_metrics = (stare_rl.step_control.write_json_atomic, torch.save,
+                                             stare_rl.runlog.MetricsWriter.write)
     with monkeypatch.context() as m:
         if where == "controller state":
             m.setattr(stare_rl.step_control, "write_json_atomic",
                       lambda path, obj: (no_space if "checkpoint-3" in str(path) else write_json)(path, obj))
-        else:
+        elif where == "optimizer":
             m.setattr(torch, "save", lambda obj, f, *a, **k: (no_space if "checkpoint-3" in str(f) else torch_save)(
                 obj, f, *a, **k))
+        else:
+            m.setattr(stare_rl.runlog.MetricsWriter, "write",
+                      lambda self, step, metrics: (no_space if step == 3 else write_metrics)(self, step, metrics))
         assert cli.main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == (
-        f"stare train: error: could not write checkpoint {run / 'checkpoint-3'}: [Errno 28] No space left on device "
-        f"({full}); the half-written checkpoint was removed; the last complete checkpoint {run / 'checkpoint-2'} is "
-        "intact: free space, then re-run with --resume_from_checkpoint last"), err[-3:]
+    intact = f"the last complete checkpoint {run / 'checkpoint-2'} is intact: free space, then re-run with " \
+             "--resume_from_checkpoint last"
+    expected = (f"could not write {full}: [Errno 28] No space left on device; {intact}" if where == "metrics" else
+                f"could not write checkpoint {run / 'checkpoint-3'}: [Errno 28] No space left on device ({full}); "
+                f"the half-written checkpoint was removed; {intact}")
+    assert err[-1] == f"stare train: error: {expected}", err[-3:]
     assert sorted(p.name for p in run.glob("checkpoint-*")) == ["checkpoint-2"]
     assert RunLayout(run).last_checkpoint() == run / "checkpoint-2"
     assert not (run / "model").exists() and not (run / "eval.json").exists()

@@ -14,6 +14,7 @@ import argparse
 import ast
 import dataclasses
 import difflib
+import errno
 import json
 import logging
 import os
@@ -231,11 +232,30 @@ def main(argv: list[str]) -> int:
     except CheckpointWriteError as err:  # disk full / quota / read-only while checkpointing
         print(f"stare train: error: {err}", file=sys.stderr)
         return 1
+    except OSError as err:
+        if err.errno not in DISK_ERRNOS:
+            raise
+        print(f"stare train: error: {_disk_error(err, prepared.plan.grpo.output_dir)}", file=sys.stderr)
+        return 1
     print(describe_run_dir(run_dir))
     if stopped:
         print(f"stare train: error: {stopped}", file=sys.stderr)
         return 1
     return 0
+
+
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)  # the disk, not the program
+
+
+def _disk_error(err: OSError, output_dir: str) -> str:
+    """One line for a write the disk refused outside a checkpoint (metrics, model, evaluation, warm start)."""
+    from stare_rl.runlog import RunLayout
+
+    what = f"could not write {err.filename}" if err.filename else "a write failed"
+    last = RunLayout(Path(output_dir)).last_checkpoint()
+    then = (f"the last complete checkpoint {last} is intact: free space, then re-run with "
+            "--resume_from_checkpoint last" if last is not None else "free space, then re-run")
+    return f"{what}: [Errno {err.errno}] {err.strerror}; {then}"
 
 
 def _one_line(err: Exception) -> str:
@@ -495,7 +515,7 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
     from stare_rl.commands.model_card import model_card
     from stare_rl.engines.trl import StareGRPOTrainer, make_reward_func
     from stare_rl.engines.watch import TrainingWatch
-    from stare_rl.runlog import INITIAL_EVAL_FILE, write_json_atomic, write_text_atomic
+    from stare_rl.runlog import INITIAL_EVAL_FILE, write_text_atomic
 
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
     watch = TrainingWatch(patience=ta.warn_after_steps,
@@ -530,18 +550,34 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
             trainer.train(resume_from_checkpoint=prep.resume)
     if watch.stopped:
         return watch.stopped
-    trainer.save_model(str(layout.model))
-    tokenizer.save_pretrained(str(layout.model))
-    if prep.task is not None:  # lets `stare eval --model run/model` find the task
-        from stare_rl.tasks.warmstart import TASK_INFO_FILE
-
-        write_json_atomic(layout.model / TASK_INFO_FILE, {"task": prep.task.name, "task_kwargs": prep.task.settings()})
+    _save_final_model(trainer, tokenizer, prep.task, layout.model)
     after = _evaluate(prep, trainer.model, tokenizer, layout.eval, "held-out evaluation") if ta.final_eval else None
     steps = trainer.state.global_step or _checkpoint_step(prep.resume)
     card = model_card(plan, prep.notes, steps, before, after, layout.root.name)
     for where in (layout.root, layout.model):  # replaces TRL's generic card ("fine-tuned version of [None]")
         write_text_atomic(where / "README.md", card)
     return None
+
+
+def _save_final_model(trainer: Any, tokenizer: Any, task: Any, final: Path) -> None:
+    """Save the policy (+ tokenizer, + ``stare_task.json`` so that ``stare eval --model run/model`` finds the task)
+    into ``.model.partial`` and rename it to ``final``: a kill while saving never leaves a half-written ``model/``
+    (the re-run with ``--resume_from_checkpoint last`` saves it again)."""
+    import shutil
+
+    from stare_rl.runlog import write_json_atomic
+
+    partial = final.with_name(f".{final.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    trainer.save_model(str(partial))
+    tokenizer.save_pretrained(str(partial))
+    if task is not None:
+        from stare_rl.tasks.warmstart import TASK_INFO_FILE
+
+        write_json_atomic(partial / TASK_INFO_FILE, {"task": task.name, "task_kwargs": task.settings()})
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(partial, final)
 
 
 def _finished(checkpoint: str | None, max_steps: int) -> bool:
