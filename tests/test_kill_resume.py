@@ -25,9 +25,10 @@ from stare_rl.runlog import CONTROLLER_FILE, TRAINER_STATE_FILE, RunLayout, read
 
 pytestmark = pytest.mark.slow
 
-# A small warm start (1 layer, 32 wide, 2 SFT steps) and 4 GRPO steps with a checkpoint every step.
+# A small warm start (1 layer, 32 wide, 64 rows, 2 SFT steps) and 4 GRPO steps with a checkpoint every step.
 TINY = ["--tiny_hidden_size", "32", "--tiny_num_layers", "1", "--warmstart_max_steps", "2",
-        "--warmstart_batch_size", "16", "--warmstart_eval_rows", "8", "--warmstart_k", "2",
+        "--warmstart_batch_size", "16", "--warmstart_train_rows", "64", "--warmstart_eval_rows", "8",
+        "--warmstart_k", "2",
         "--warmstart_stop_avg_at_k", "1.0", "--warmstart_stop_greedy_acc", "1.0",
         "--max_steps", "4", "--save_steps", "1", "--per_device_train_batch_size", "8", "--num_generations", "4",
         "--max_completion_length", "3", "--reward", "task", "--eval_size", "8", "--eval_k", "2",

@@ -147,6 +147,10 @@ class WarmStartArgs:
     warmstart_batch_size: int | None = field(
         default=None, metadata={"help": "SFT rows per optimiser step of the warm start (default: WarmStartConfig's)."}
     )
+    warmstart_train_rows: int | None = field(
+        default=None, metadata={"help": "Distinct train-split rows the warm start trains on (default: "
+                                "WarmStartConfig's 20000; a small task may hold fewer: all are used)."}
+    )
     warmstart_eval_rows: int | None = field(
         default=None, metadata={"help": "Held-out prompts for the warm start's stop metric (default: WarmStartConfig's)."}
     )
@@ -178,7 +182,7 @@ class WarmStartArgs:
 
         given = {name: getattr(self, "warmstart_" + name)
                  for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate", "batch_size",
-                              "eval_rows", "k", "eval_every")
+                              "train_rows", "eval_rows", "k", "eval_every")
                  if getattr(self, "warmstart_" + name) is not None}
         shape = {name: getattr(self, "tiny_" + name) for name in ("hidden_size", "num_layers")
                  if getattr(self, "tiny_" + name) is not None}
