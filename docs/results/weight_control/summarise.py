@@ -2,11 +2,11 @@
 
     python docs/results/weight_control/summarise.py OUT_DIR LABEL=RUN_DIR [LABEL=RUN_DIR ...]
 
-For each run: the first step whose batch entropy (``actor/entropy``) is <= the target, then the fraction of the
-remaining steps (that one included) with entropy within +-10 % of the target; final entropy (mean of the last 5
+For each run: the first step whose batch entropy (``actor/entropy``) is <= the target (or, for a run that starts
+below the band, the first step at or above its lower edge), then the fraction of the remaining steps (that one included) with entropy within +-10 % of the target; final entropy (mean of the last 5
 steps); the controller's final W and how many steps W sat at its bound; held-out avg@k / pass@k from eval.json.
 Writes OUT_DIR/<label>.metrics.jsonl.gz (entropy, reward and stare/* keys only), OUT_DIR/<label>.eval.json and
-OUT_DIR/summary.json, and prints a markdown table.
+OUT_DIR/summary.json (rows of earlier labels are kept), and prints a markdown table.
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ def summarise(run: Path) -> tuple[dict, list[dict]]:
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     rows = [r for r in rows if "actor/entropy" in r]
     h = [r["actor/entropy"] for r in rows]
-    first = next((i for i, v in enumerate(h) if v <= TARGET), None)
+    if h[0] < (1 - BAND) * TARGET:  # started below the band (countdown_cot): the entropy must rise to it
+        first = next((i for i, v in enumerate(h) if v >= (1 - BAND) * TARGET), None)
+    else:  # started above the target or inside the band: the first step at or below the target
+        first = next((i for i, v in enumerate(h) if v <= TARGET), None)
     after = h[first:] if first is not None else []
     w = [r.get("stare/reweight_w") for r in rows]
     out = {
@@ -51,7 +54,8 @@ def summarise(run: Path) -> tuple[dict, list[dict]]:
 def main(argv: list[str]) -> int:
     out_dir = Path(argv[0])
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = {}
+    previous = out_dir / "summary.json"  # runs summarised earlier keep their rows (their run dirs may be gone)
+    summary = json.loads(previous.read_text()) if previous.is_file() else {}
     for item in argv[1:]:
         label, run = item.split("=", 1)
         s, slim = summarise(Path(run))
