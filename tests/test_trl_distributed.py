@@ -40,7 +40,7 @@ def _worker(rank: int, port: int, out_dir: str, method: str, method_kwargs: dict
         LOCAL_WORLD_SIZE=str(WORLD),
     )
     torch.set_num_threads(1)
-    from test_trl_engine import half_constant_reward, make_trainer, step_logs
+    from test_trl_engine import half_constant_reward, make_trainer, record_batches, step_logs
 
     trainer = make_trainer(
         Path(out_dir) / f"rank{rank}",
@@ -52,21 +52,9 @@ def _worker(rank: int, port: int, out_dir: str, method: str, method_kwargs: dict
         per_device_train_batch_size=PER_RANK,
     )
     assert trainer.accelerator.num_processes == WORLD  # really distributed, not two single runs
+    _, rounds = record_batches(trainer)  # generation rounds per step (the engine test's recorder)
     batches: list[dict[str, Any]] = []
-    rounds: list[int] = []
-    compute, rewards, generate = (
-        trainer._compute_loss,
-        trainer._calculate_rewards,
-        trainer._generate_and_score_completions,
-    )
-
-    def counted_rewards(*a: Any) -> Any:
-        rounds[-1] += 1
-        return rewards(*a)
-
-    def counted_generate(inputs: Any) -> Any:
-        rounds.append(0)
-        return generate(inputs)
+    compute = trainer._compute_loss
 
     def recorded_compute(model: Any, inputs: dict[str, Any]) -> Any:
         batches.append(
@@ -79,8 +67,7 @@ def _worker(rank: int, port: int, out_dir: str, method: str, method_kwargs: dict
         )
         return compute(model, inputs)
 
-    trainer._compute_loss, trainer._calculate_rewards = recorded_compute, counted_rewards
-    trainer._generate_and_score_completions = counted_generate
+    trainer._compute_loss = recorded_compute
     trainer.train()
     params = {n: p.detach().double().sum().item() for n, p in trainer.model.named_parameters()}
     (Path(out_dir) / f"rank{rank}.json").write_text(
