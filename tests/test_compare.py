@@ -71,6 +71,10 @@ def test_countdown_cot_grid_same_budget_for_all_and_cells_parse() -> None:
     for key in budget:  # no method changes the budget
         assert len({str(grid.cell_config(m).get(key)) for m in grid.methods}) == 1, key
     assert grid.cell_config("kl_cov")["num_iterations"] == 2 and grid.cell_config("clip_cov")["num_iterations"] == 2
+    # their control: the same surrogate settings and off-policy updates without the covariance term
+    control = grid.cell_config("vanilla_it2")
+    assert control["method"] == "vanilla" and control["num_iterations"] == 2
+    assert all(control[k] == grid.cell_config("clip_cov")[k] for k in ("clip_ratio_low", "clip_ratio_high"))
     # every cell parses with stare train's parser, except those waiting for a method / field still to land
     pending = {"entropic"} - set(list_methods())
     try:
@@ -374,3 +378,25 @@ def test_load_grid_reads_files(tmp_path: Path) -> None:
     p.write_text("methods: [unclosed\n")
     with pytest.raises(ValueError, match="not valid YAML"):
         load_grid(p)
+
+
+def test_shared_warm_start_runs_with_the_grids_torch_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm start that compare trains before the cells uses the grid's torch_threads, as stare train does
+    (the same thread count gives the same cached weights; torch's default thrashes beside running cells)."""
+    import torch
+
+    from stare_rl.commands import compare
+    from stare_rl.tasks import warmstart
+
+    grid = parse_grid({"base": {"model": "tiny", "task": "arithmetic", "torch_threads": 1},
+                       "methods": {"grpo": {"method": "vanilla"}}})
+    plan = compare.validate_cells(grid)["grpo"]
+    seen = []
+    monkeypatch.setattr(warmstart, "warm_start", lambda *a, **k: seen.append(torch.get_num_threads()) or "ws")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert compare._starting_model(plan) == "ws"
+        assert seen == [1] and torch.get_num_threads() == 2  # restored afterwards
+    finally:
+        torch.set_num_threads(before)
