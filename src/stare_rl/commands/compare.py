@@ -95,20 +95,15 @@ def _starting_model(plan: Any) -> str:
     ta = plan.task_args
     if ta.model != "tiny":
         return str(ta.model)
-    import torch
-
+    from stare_rl.commands.train import torch_threads
     from stare_rl.tasks.warmstart import warm_start
 
     ws = getattr(plan, "warmstart", None)  # stare train's warm-start settings (None: WarmStartConfig defaults)
     kwargs = {} if ws is None else {"seed": ws.warmstart_seed, "config": ws.warmstart_config()}
     # the grid's torch_threads, as stare train applies it: the same thread count gives the same cached bits, and
     # torch's default (every core) thrashes beside the cells of another grid on a small machine
-    threads = torch.get_num_threads()
-    torch.set_num_threads(ta.torch_threads or threads)
-    try:
+    with torch_threads(ta.torch_threads):
         return str(warm_start(ta.task, Path(ta.cache_dir).expanduser(), **{"seed": 0, **kwargs}))
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _warm_starts(plans: dict[str, Any]) -> None:

@@ -20,6 +20,8 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -452,7 +454,6 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
         The run dir, and why training stopped early (a non-finite loss; nothing saved) or ``None``.
     """
     import datasets
-    import torch
     from transformers.utils import logging as hf_logging
 
     from stare_rl.runlog import METRICS_FILE, TRAIN_SUMMARY_FILE, RunLayout
@@ -469,9 +470,7 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
         for name in (METRICS_FILE, TRAIN_SUMMARY_FILE):
             (layout.root / name).unlink(missing_ok=True)
     model, tokenizer = prep.model, prep.tokenizer
-    threads = torch.get_num_threads()
-    torch.set_num_threads(ta.torch_threads or threads)
-    try:
+    with torch_threads(ta.torch_threads):
         if ta.model == "tiny":
             from stare_rl.tasks.warmstart import warm_start
 
@@ -482,9 +481,22 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
             print(f"warm start: {path}", flush=True)
             model, tokenizer = _load_model(str(path), grpo.model_init_kwargs)
         stopped = _train_and_evaluate(prep, model, tokenizer, layout)
-    finally:
-        torch.set_num_threads(threads)
     return layout.root, stopped
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run the block on ``n`` torch threads (None: torch's current setting), restoring the count afterwards.
+    The warm start, GRPO and evaluation all run under it, so a cached warm start gets the same bits whichever
+    command trained it."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n or before)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _evaluate(prep: Prepared, model: Any, tokenizer: Any, out: Path, label: str) -> dict[str, Any]:
