@@ -1,4 +1,4 @@
-"""Peak extra memory of the chunked log-prob/entropy (``stare_rl.tokens.logprobs_and_entropy``) against a naive
+"""Peak extra memory of the chunked log-prob/entropy (``stare_rl.core.tokens.logprobs_and_entropy``) against a naive
 full-vocabulary log-softmax, at a realistic vocabulary (Qwen2.5/3: V = 151,936).
 
     python3 benchmarks/bench_entropy_memory.py --tokens 2048 --vocab 151936 --dtype bfloat16
@@ -33,7 +33,7 @@ MiB = 1024 * 1024
 def _child(variant: str, n: int, v: int, dtype_name: str, chunk: int, grad: bool, temperature: float) -> dict:
     import torch
 
-    from stare_rl.tokens import logprobs_and_entropy
+    from stare_rl.core.tokens import logprobs_and_entropy
 
     torch.set_num_threads(1)
     dtype = getattr(torch, dtype_name)

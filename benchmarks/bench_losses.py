@@ -31,7 +31,7 @@ from stare_rl import (
     list_methods,
     make_config,
 )
-from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
+from stare_rl.core.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
 
 
 def make_batch(b: int, t: int, seed: int = 0) -> TokenBatch:

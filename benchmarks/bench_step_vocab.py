@@ -112,11 +112,11 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     from transformers.utils import logging as hf_logging
     from trl import GRPOConfig, GRPOTrainer
 
-    from stare_rl.engines.trl import StareGRPOConfig, StareGRPOTrainer
-    from stare_rl.registry import make_config
-    from stare_rl.surrogate import SurrogateConfig
+    from stare_rl.core.registry import make_config
+    from stare_rl.core.surrogate import SurrogateConfig
+    from stare_rl.engines.trl.trainer import StareGRPOConfig, StareGRPOTrainer
     from stare_rl.tasks import get_task
-    from stare_rl.train_config import MethodArgs
+    from stare_rl.train.config import MethodArgs
 
     hf_logging.set_verbosity_error()
     torch.set_num_threads(1)

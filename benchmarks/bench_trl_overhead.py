@@ -71,10 +71,10 @@ def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> tuple
     """Median (wall, CPU) seconds per optimizer step after ``warmup`` steps."""
     from trl import GRPOConfig, GRPOTrainer
 
-    from stare_rl.engines.trl import StareGRPOConfig, StareGRPOTrainer
-    from stare_rl.registry import get_method
-    from stare_rl.surrogate import SurrogateConfig
-    from stare_rl.train_config import MethodArgs
+    from stare_rl.core.registry import get_method
+    from stare_rl.core.surrogate import SurrogateConfig
+    from stare_rl.engines.trl.trainer import StareGRPOConfig, StareGRPOTrainer
+    from stare_rl.train.config import MethodArgs
 
     model, tok, ds = _parts(model_dir)
     reward = _reward if model_dir else _digits

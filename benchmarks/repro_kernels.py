@@ -24,7 +24,7 @@ def main(threads: int) -> None:
     torch.set_num_threads(threads)
     from safetensors.torch import load_file
 
-    from stare_rl.tasks.warmstart import WarmStartConfig, warm_start
+    from stare_rl.train.warmstart import WarmStartConfig, warm_start
 
     cfg = WarmStartConfig(learning_rate=2e-3, max_steps=30, eval_every=30, stop_avg_at_k=1.0, stop_greedy_acc=1.0)
     with tempfile.TemporaryDirectory() as d:

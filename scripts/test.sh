@@ -4,6 +4,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python3 -m ruff check src tests benchmarks || exit 1
+# The import contract (pyproject.toml [tool.importlinter]): the layers, and no import cycles.
+lint_imports="$(python3 -c 'import os, sys; print(os.path.join(os.path.dirname(sys.executable), "lint-imports"))')"
+"$lint_imports" --no-cache >/dev/null || { "$lint_imports" --no-cache; exit 1; }
 python3 -m pytest -q "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then

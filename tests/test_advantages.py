@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stare_rl.advantages import (
+from stare_rl.core.advantages import (
     broadcast_to_tokens,
     compute_advantages,
     dynamic_sampling_mask,

@@ -204,7 +204,7 @@ def test_read_only_output_dir_is_refused_before_compute(tmp_path: Path, capsys: 
 
 
 def test_identical_duplicate_prompts_are_kept_with_a_warning(tmp_path: Path) -> None:
-    from stare_rl.commands import train
+    from stare_rl.train import run as train
 
     rows = [{"prompt": f"{a}+1=", "answer": str(a + 1)} for a in range(10)]
     data = _jsonl(tmp_path / "dup.jsonl", [*rows, rows[2], rows[2], rows[7]])
@@ -216,7 +216,7 @@ def test_identical_duplicate_prompts_are_kept_with_a_warning(tmp_path: Path) -> 
 
 
 def test_own_data_evaluates_on_rows_held_out_from_training(tmp_path: Path) -> None:
-    from stare_rl.commands import train
+    from stare_rl.train import run as train
 
     rows = [{"prompt": f"{a}+1=", "answer": str(a + 1)} for a in range(100, 150)]
     data = _jsonl(tmp_path / "d.jsonl", rows)
@@ -231,7 +231,7 @@ def test_own_data_evaluates_on_rows_held_out_from_training(tmp_path: Path) -> No
 
 
 def test_math_reward_with_a_model_that_cannot_write_boxed_warns(tmp_path: Path) -> None:
-    from stare_rl.commands import train
+    from stare_rl.train import run as train
 
     data = _jsonl(tmp_path / "d.jsonl", [{"prompt": f"{a}+1=", "answer": str(a + 1)} for a in range(20)])
     prep = train.prepare(train.plan_run(["--dataset", data, "--output_dir", str(tmp_path / "run")]))
@@ -254,7 +254,7 @@ def test_exit_status_2_from_the_installed_entry_point(tmp_path: Path) -> None:
 
 def test_resume_last_skips_a_half_written_checkpoint(tmp_path: Path) -> None:
     """A run killed while writing checkpoint-200 (no trainer_state.json, no controller state yet): `last` is 100."""
-    from stare_rl.runlog import CONTROLLER_FILE, TRAINER_STATE_FILE, RunLayout
+    from stare_rl.io.runlog import CONTROLLER_FILE, TRAINER_STATE_FILE, RunLayout
 
     run = tmp_path / "run"
     for step, files in ((100, (TRAINER_STATE_FILE, CONTROLLER_FILE)), (200, ("model.safetensors",)),
@@ -271,7 +271,7 @@ def test_a_killed_warm_start_leaves_nothing_that_is_used(tmp_path: Path) -> None
     """A warm start killed mid-way leaves ``.tmp-<name>-<pid>``: never read as a cache entry, removed by the next
     warm start of the same setting (its process is gone); a live process's directory is left alone."""
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.warmstart import WarmStartConfig, _remove_orphans, cache_key
+    from stare_rl.train.warmstart import WarmStartConfig, _remove_orphans, cache_key
 
     name = f"arithmetic-{cache_key(get_task('arithmetic'), WarmStartConfig(), 0)}"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from _tiny import save_tiny_model
-from stare_rl.analysis.grid import (
+from stare_rl.compare.grid import (
     DONE_FILE,
     Cell,
     cell_state,
@@ -57,9 +57,9 @@ def test_shipped_grid_has_every_method_and_identical_budgets() -> None:
 
 
 def test_countdown_cot_grid_same_budget_for_all_and_cells_parse() -> None:
-    from stare_rl.analysis.grid import restrict
-    from stare_rl.commands.compare import validate_cells
-    from stare_rl.registry import get_method, list_methods
+    from stare_rl.compare.grid import restrict
+    from stare_rl.compare.run import validate_cells
+    from stare_rl.core.registry import get_method, list_methods
 
     grid = load_grid(str(resources.files("stare_rl").joinpath("configs", "compare_cot.yaml")))
     assert len(grid.seeds) >= 3 and grid.base["task"] == "countdown_cot" and grid.base["max_steps"] >= 600
@@ -107,7 +107,7 @@ def test_bad_grid_names_the_problem(data: dict, message: str) -> None:
 
 
 def test_bad_command_line_fails_before_compute(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from stare_rl.commands import compare
+    from stare_rl.compare import run as compare
 
     out = tmp_path / "out"
     cases = [
@@ -139,7 +139,7 @@ def _write_run(run_dir: Path, method: str, seed: int, entropy: list[float], eval
 
 
 def test_results_table_from_known_metrics_files(tmp_path: Path) -> None:
-    from stare_rl.commands.compare import summarise
+    from stare_rl.compare.run import summarise
 
     grid = parse_grid({"out": str(tmp_path), "seeds": [0, 1], "target_entropy": 0.4, "band": 0.25,
                        "methods": {"grpo": {"method": "vanilla"}, "stare_o1": {"method": "stare"}}})
@@ -229,7 +229,7 @@ def test_cell_state_and_resume_preparation(tmp_path: Path) -> None:
 
 PARENT_AND_CELL = """
 import subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "from stare_rl.cli import exit_with_parent; exit_with_parent(); "
+child = subprocess.Popen([sys.executable, "-c", "from stare_rl.io.process import exit_with_parent; exit_with_parent(); "
                           "print('ready', flush=True); import time; time.sleep(120)"], stdout=subprocess.PIPE, text=True,
                          env={**__import__("os").environ, "STARE_PARENT_PID": str(__import__("os").getpid())})
 assert child.stdout.readline().strip() == "ready"
@@ -276,7 +276,7 @@ import os
 if os.environ.get("STARE_TEST_KILL_RUN"):
     import signal
     from pathlib import Path
-    from stare_rl.engines import trl
+    from stare_rl.engines.trl.trainer import trainer as trl
 
     on_log = trl.MetricsJsonlCallback.on_log
 
@@ -301,7 +301,7 @@ def test_smoke_grid_end_to_end_then_resume_skips_finished(
     tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("trl")
-    from stare_rl.commands import compare
+    from stare_rl.compare import run as compare
 
     data = _shipped()  # the shipped grid and its smoke section, on a random tiny model instead of the warm start
     data["base"]["model"] = str(tiny_model_dir)
@@ -345,7 +345,7 @@ def test_smoke_grid_end_to_end_then_resume_skips_finished(
     # killed mid-grid: cell 1 finished (its directory copied from the grid above: what a kill after it leaves),
     # cell 2's `stare train` SIGKILLed after logging step 2 -> the re-run resumes cell 2 from checkpoint-1 and
     # the results table is the uninterrupted grid's (wall times aside)
-    from stare_rl.runlog import read_metrics
+    from stare_rl.io.runlog import read_metrics
 
     out2 = tmp_path / "out2"
     shutil.copytree(out / "runs" / "grpo", out2 / "runs" / "grpo")
@@ -385,8 +385,8 @@ def test_shared_warm_start_runs_with_the_grids_torch_threads(monkeypatch: pytest
     (the same thread count gives the same cached weights; torch's default thrashes beside running cells)."""
     import torch
 
-    from stare_rl.commands import compare
-    from stare_rl.tasks import warmstart
+    from stare_rl.compare import run as compare
+    from stare_rl.train import warmstart
 
     grid = parse_grid({"base": {"model": "tiny", "task": "arithmetic", "torch_threads": 1},
                        "methods": {"grpo": {"method": "vanilla"}}})

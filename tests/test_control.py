@@ -13,7 +13,7 @@ import torch
 
 from _core_batches import random_batch
 from stare_rl import LossContext, TokenBatch, compute_loss, make_config
-from stare_rl.control import (
+from stare_rl.control.base import (
     AdaptiveEntropyCoef,
     Controller,
     StareGate,
@@ -21,9 +21,9 @@ from stare_rl.control import (
     StepObservation,
     global_token_mean,
 )
-from stare_rl.methods.stare import StareConfig
-from stare_rl.runlog import CONTROLLER_FILE, read_json
-from stare_rl.step_control import StepController
+from stare_rl.control.step import StepController
+from stare_rl.io.runlog import CONTROLLER_FILE, read_json
+from stare_rl.methods.stare.loss import StareConfig
 
 
 def step(ctrl: Controller, h: float) -> dict:

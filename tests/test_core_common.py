@@ -18,8 +18,8 @@ from stare_rl import (
     compute_loss,
     make_config,
 )
-from stare_rl.registry import get_method, list_methods, register_method
-from stare_rl.tokens import (
+from stare_rl.core.registry import get_method, list_methods, register_method
+from stare_rl.core.tokens import (
     entropy_from_logits,
     entropy_sensitivity,
     entropy_sensitivity_leading,

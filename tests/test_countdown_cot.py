@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from stare_rl.tasks import get_task
 from stare_rl.tasks.countdown_cot import CountdownCotTask, _derivations, render, solve
-from stare_rl.tasks.warmstart import sft_rows
+from stare_rl.train.warmstart import sft_rows
 
 ANSWER = "8,5,2,1:25"
 GOOD = "8+5=13(2,1,13);13*2=26(1,26);26-1=25"

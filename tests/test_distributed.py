@@ -15,8 +15,8 @@ import torch.multiprocessing as mp
 
 from _core_batches import random_batch
 from stare_rl import LossContext, TokenBatch, compute_loss, make_config
-from stare_rl.control import global_token_mean
-from stare_rl.step_control import StepController
+from stare_rl.control.base import global_token_mean
+from stare_rl.control.step import StepController
 
 WORLD = 2
 ROWS = [slice(0, 3), slice(3, 8)]  # uneven on purpose: the gathers handle different lengths per rank

@@ -13,9 +13,9 @@ import torch
 
 from _core_batches import EDGE_CASES, edge_case_batch, random_batch
 from stare_rl import LossContext, TokenBatch, aggregate, compute_loss, get_method
-from stare_rl.control import StepObservation
+from stare_rl.control.base import StepObservation
+from stare_rl.control.step import StepController
 from stare_rl.methods.entropic import EntroPICConfig, EntroPICController
-from stare_rl.step_control import StepController
 
 
 def _obs(h: float, step: int = 0) -> StepObservation:
@@ -207,7 +207,7 @@ def test_registered_in_verl_and_alpha_from_the_driver_state() -> None:
     from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
     from verl.workers.config import FSDPActorConfig
 
-    from stare_rl.engines import verl as V
+    from stare_rl.engines.verl.adapter import adapter as V
 
     fn = POLICY_LOSS_REGISTRY["stare_rl.entropic"]
     assert fn._stare_rl_method == "entropic"

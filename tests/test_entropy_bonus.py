@@ -17,9 +17,14 @@ from stare_rl import (
     compute_loss,
     list_methods,
 )
-from stare_rl.control import AdaptiveEntropyCoef, StepObservation
-from stare_rl.entropy_bonus import EntropyBonusConfig, add_entropy_bonus, entropy_bonus, resolve_entropy_coef
-from stare_rl.tokens import logprobs_and_entropy
+from stare_rl.control.base import AdaptiveEntropyCoef, StepObservation
+from stare_rl.core.entropy_bonus import (
+    EntropyBonusConfig,
+    add_entropy_bonus,
+    entropy_bonus,
+    resolve_entropy_coef,
+)
+from stare_rl.core.tokens import logprobs_and_entropy
 
 
 def test_token_term_is_minus_coef_times_entropy_on_valid_tokens() -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from stare_rl.evaluation import count_reflections, evaluate, pass_at_k
+from stare_rl.evaluation.heldout import count_reflections, evaluate, pass_at_k
 from stare_rl.models.tiny import build_tiny_model
 from stare_rl.models.tokenizer import build_char_tokenizer
 from stare_rl.tasks import get_task
@@ -109,7 +109,7 @@ def test_pass_at_k_equals_the_mean_over_all_k_subsets() -> None:
 
 
 def test_majority_vote_hand_cases() -> None:
-    from stare_rl.evaluation import majority_vote_accuracy as maj
+    from stare_rl.evaluation.heldout import majority_vote_accuracy as maj
 
     answers, correct = ["1", "2", "2", "1"], [True, False, False, True]
     assert maj(answers, correct, 4) == 1.0  # 2-2 tie: the answer seen first ("1") wins
@@ -123,7 +123,7 @@ def test_majority_vote_hand_cases() -> None:
 
 
 def test_score_rows_and_k_validation() -> None:
-    from stare_rl.evaluation import check_ks, score_rows
+    from stare_rl.evaluation.heldout import check_ks, score_rows
 
     records = [{"rewards": [1.0, 0.0, 0.0, 0.0], "answers": ["a", "b", "b", "c"]},
                {"rewards": [1.0, 1.0, 0.0, 1.0], "answers": ["x", "x", "y", "x"]}]
@@ -135,7 +135,7 @@ def test_score_rows_and_k_validation() -> None:
 
 
 def test_packaged_protocols_are_the_papers() -> None:
-    from stare_rl.eval_protocol import load_protocol, packaged_protocols
+    from stare_rl.evaluation.protocol import load_protocol, packaged_protocols
 
     assert {"stare", "steer"} <= set(packaged_protocols())
     for name in ("stare", "steer"):
@@ -148,7 +148,7 @@ def test_packaged_protocols_are_the_papers() -> None:
 
 
 def test_protocol_validation_names_the_field(tmp_path) -> None:
-    from stare_rl.eval_protocol import load_protocol
+    from stare_rl.evaluation.protocol import load_protocol
 
     bad = tmp_path / "p.yaml"
     bad.write_text("datasets:\n  - {name: a, file: a.jsonl, samples: 4, pass_k: [8]}\n")

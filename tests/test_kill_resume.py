@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("trl")
 
 from stare_rl import cli  # noqa: E402
-from stare_rl.runlog import CONTROLLER_FILE, TRAINER_STATE_FILE, RunLayout, read_metrics  # noqa: E402
+from stare_rl.io.runlog import CONTROLLER_FILE, TRAINER_STATE_FILE, RunLayout, read_metrics  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +88,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, Path
 
 KILL_IN_WARM_START = """
 import os, signal, sys
-from stare_rl.tasks import warmstart
+from stare_rl.train import warmstart
 
 step_end = warmstart._StopOnMetric.on_step_end
 
@@ -139,7 +139,7 @@ def test_killed_mid_grpo_then_in_the_final_evaluation_resumes_identically(
 ) -> None:
     from transformers import Trainer
 
-    import stare_rl.evaluation
+    import stare_rl.evaluation.heldout
 
     data, cache, ref_run = reference  # the reference's warm start is cached: every run here starts from it
     run = tmp_path / "run"
@@ -183,7 +183,7 @@ def test_killed_mid_grpo_then_in_the_final_evaluation_resumes_identically(
         raise Killed
 
     with monkeypatch.context() as m:
-        m.setattr(stare_rl.evaluation, "evaluate", crash)
+        m.setattr(stare_rl.evaluation.heldout, "evaluate", crash)
         with pytest.raises(Killed):
             cli.main([*argv, "--resume_from_checkpoint", "last"])
     assert (run / "model" / "model.safetensors").is_file() and not (run / "eval.json").exists()
@@ -206,8 +206,8 @@ def test_disk_full_while_checkpointing_one_line_and_the_last_checkpoint_resumes(
     uninterrupted run."""
     import torch
 
-    import stare_rl.runlog
-    import stare_rl.step_control
+    import stare_rl.control.step
+    import stare_rl.io.runlog
 
     data, cache, ref_run = reference
     run = tmp_path / "run"
@@ -218,17 +218,17 @@ def test_disk_full_while_checkpointing_one_line_and_the_last_checkpoint_resumes(
     def no_space(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(full))
 
-    write_json, torch_save, write_metrics = (stare_rl.step_control.write_json_atomic, torch.save,
-                                             stare_rl.runlog.MetricsWriter.write)
+    write_json, torch_save, write_metrics = (stare_rl.control.step.write_json_atomic, torch.save,
+                                             stare_rl.io.runlog.MetricsWriter.write)
     with monkeypatch.context() as m:
         if where == "controller state":
-            m.setattr(stare_rl.step_control, "write_json_atomic",
+            m.setattr(stare_rl.control.step, "write_json_atomic",
                       lambda path, obj: (no_space if "checkpoint-3" in str(path) else write_json)(path, obj))
         elif where == "optimizer":
             m.setattr(torch, "save", lambda obj, f, *a, **k: (no_space if "checkpoint-3" in str(f) else torch_save)(
                 obj, f, *a, **k))
         else:
-            m.setattr(stare_rl.runlog.MetricsWriter, "write",
+            m.setattr(stare_rl.io.runlog.MetricsWriter, "write",
                       lambda self, step, metrics: (no_space if step == 3 else write_metrics)(self, step, metrics))
         assert cli.main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -253,7 +253,7 @@ def test_stare_eval_killed_mid_way_then_rerun_gives_the_same_file(
 ) -> None:
     """Killed in its third generate call: the result file of an earlier evaluation stays as it was (never a
     half-written one), no temporary file is left; the re-run writes what an uninterrupted run writes."""
-    import stare_rl.evaluation
+    import stare_rl.evaluation.heldout
     from _tiny import save_tiny_model
 
     model = save_tiny_model(tmp_path / "model")
@@ -261,7 +261,7 @@ def test_stare_eval_killed_mid_way_then_rerun_gives_the_same_file(
     argv = ["eval", "--model", str(model), "--n", "6", "--k", "2", "--batch-size", "2", "--no-progress"]
     assert cli.main([*argv, "--out", str(ref)]) == 0
     out.write_text('{"earlier": "evaluation"}')
-    generate, calls = stare_rl.evaluation._generate, []
+    generate, calls = stare_rl.evaluation.heldout._generate, []
 
     def crash_third(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         calls.append(1)
@@ -270,7 +270,7 @@ def test_stare_eval_killed_mid_way_then_rerun_gives_the_same_file(
         return generate(*args, **kwargs)
 
     with monkeypatch.context() as m:
-        m.setattr(stare_rl.evaluation, "_generate", crash_third)
+        m.setattr(stare_rl.evaluation.heldout, "_generate", crash_third)
         with pytest.raises(Killed):
             cli.main([*argv, "--out", str(out)])
     assert len(calls) == 3 and out.read_text() == '{"earlier": "evaluation"}'

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from _core_batches import random_batch, with_
 from stare_rl import LossContext, TokenBatch, aggregate, compute_loss
+from stare_rl.control.step import StepController
 from stare_rl.methods.kl_cov import KLCovConfig, kl_cov_global_stats
-from stare_rl.step_control import StepController
 
 LP = [-0.1, -0.5, -3.0, -0.2, -2.0, -4.0]
 ADV = [2.0, 2.0, 2.0, -2.0, -2.0, -2.0]

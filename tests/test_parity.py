@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from stare_rl import LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss, make_config
-from stare_rl.types import LossOutput
+from stare_rl.core.types import LossOutput
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ATOL, RTOL = 1e-5, 1e-4

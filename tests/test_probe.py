@@ -19,7 +19,7 @@ from stare_rl.analysis.probe import (
     probe_step,
     run_probe,
 )
-from stare_rl.tokens import entropy_sensitivity, sensitivity_from_log_probs, steer_omega, steer_omega_abs
+from stare_rl.core.tokens import entropy_sensitivity, sensitivity_from_log_probs, steer_omega, steer_omega_abs
 
 
 def test_score_by_hand() -> None:

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from stare_rl.analysis.quadrants import QUADRANTS, quadrant_masks, quadrant_stats
-from stare_rl.tokens import entropy_sensitivity
+from stare_rl.core.quadrants import QUADRANTS, quadrant_masks, quadrant_stats
+from stare_rl.core.tokens import entropy_sensitivity
 
 P = "quadrant/"
 

@@ -1,11 +1,11 @@
-"""DAPO refill bookkeeping (stare_rl.refill) on hand-made rounds: constant batch size, order, the round limit."""
+"""DAPO refill bookkeeping (stare_rl.engines.trl.refill) on hand-made rounds: constant batch size, order, the round limit."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from stare_rl.refill import GroupRefill, cat_rows, pad_to
+from stare_rl.engines.trl.refill import GroupRefill, cat_rows, pad_to
 
 
 def round_rows(rewards: list[float], prompt_len: int, completion_len: int, tag: str) -> dict:

@@ -143,10 +143,10 @@ def test_read_run_finds_method_seed_target_in_yaml(tmp_path: Path) -> None:
 def test_report_from_real_short_training_runs(tmp_path: Path) -> None:
     """Two real `stare train` runs (tiny random model, a few steps) rendered by `stare report`."""
     pytest.importorskip("trl")
-    from stare_rl.commands import train
     from stare_rl.models.tiny import build_tiny_model
     from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
+    from stare_rl.train import run as train
 
     model_dir = tmp_path / "tiny"
     tok = build_char_tokenizer(get_task("arithmetic").alphabet)

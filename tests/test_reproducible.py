@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("trl")
 
 from stare_rl import cli  # noqa: E402
-from stare_rl.runlog import read_metrics  # noqa: E402
+from stare_rl.io.runlog import read_metrics  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

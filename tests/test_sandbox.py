@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stare_rl.sandbox import SandboxLimits, run_python
+from stare_rl.engines.verl.sandbox import SandboxLimits, run_python
 
 
 def test_output_and_errors() -> None:

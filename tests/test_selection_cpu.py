@@ -1,4 +1,4 @@
-"""The CPU selection path of ``stare_rl.selection`` (numpy partition / compare) equals torch's ranking."""
+"""The CPU selection path of ``stare_rl.core.selection`` (numpy partition / compare) equals torch's ranking."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stare_rl.selection import count_true, kth_largest, select_at_least, select_top_fraction, topk_mask
+from stare_rl.core.selection import count_true, kth_largest, select_at_least, select_top_fraction, topk_mask
 
 
 def _reference(values: torch.Tensor, candidates: torch.Tensor, k: int, largest: bool) -> torch.Tensor:

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from _core_batches import random_batch, with_
 from stare_rl import LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss
-from stare_rl.methods.stare import StareConfig, stare_global_thresholds
-from stare_rl.selection import topk_count
-from stare_rl.step_control import StepController
+from stare_rl.control.step import StepController
+from stare_rl.core.selection import topk_count
+from stare_rl.methods.stare.loss import StareConfig, stare_global_thresholds
 
 LP = [-0.1, -2.0, -1.0, -0.5, -3.0, -0.2]
 ADV = [1.0, 1.0, 1.0, -1.0, -1.0, -1.0]
@@ -233,7 +233,7 @@ def test_global_threshold_inf_selects_nothing() -> None:
 def test_exact_kth_largest_and_topk_mask_with_prefilter(
     seed: int, n: int, frac: float, quantised: bool
 ) -> None:
-    from stare_rl.selection import _kth_largest_exact, topk_mask
+    from stare_rl.core.selection import _kth_largest_exact, topk_mask
 
     g = torch.Generator().manual_seed(seed)
     values = torch.randn(1, n, generator=g)

@@ -9,10 +9,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stare_rl.methods.stare_sensitivity import StareSensitivityConfig, sensitivity_selection
-from stare_rl.registry import compute_loss, make_config
-from stare_rl.surrogate import SurrogateConfig
-from stare_rl.types import LossContext, TokenBatch
+from stare_rl.core.registry import compute_loss, make_config
+from stare_rl.core.surrogate import SurrogateConfig
+from stare_rl.core.types import LossContext, TokenBatch
+from stare_rl.methods.stare.sensitivity import StareSensitivityConfig, sensitivity_selection
 
 
 def _hand_batch() -> TokenBatch:

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from _core_batches import random_batch, with_
 from stare_rl import LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss
+from stare_rl.control.step import StepController
 from stare_rl.methods.steer import SteerConfig, steer_global_stats
-from stare_rl.step_control import StepController
 
 PI = [0.9, 0.5, 0.2, 0.6]
 H = [0.3, 1.0, 2.0, 0.1]

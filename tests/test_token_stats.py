@@ -1,11 +1,11 @@
-"""The fused one-pass token statistics (``stare_rl.tokens.token_stats``): values and gradients vs naive."""
+"""The fused one-pass token statistics (``stare_rl.core.tokens.token_stats``): values and gradients vs naive."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from stare_rl.tokens import (
+from stare_rl.core.tokens import (
     entropy_sensitivity,
     logprobs_and_entropy,
     sensitivity_from_stats,

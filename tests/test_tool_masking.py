@@ -22,11 +22,11 @@ import torch
 
 trl = pytest.importorskip("trl")
 
-from stare_rl.engines import trl as trl_engine  # noqa: E402
-from stare_rl.engines.trl import StareGRPOConfig, StareGRPOTrainer  # noqa: E402
-from stare_rl.registry import get_method  # noqa: E402
-from stare_rl.surrogate import SurrogateConfig  # noqa: E402
-from stare_rl.train_config import MethodArgs  # noqa: E402
+from stare_rl.core.registry import get_method  # noqa: E402
+from stare_rl.core.surrogate import SurrogateConfig  # noqa: E402
+from stare_rl.engines.trl.trainer import StareGRPOConfig, StareGRPOTrainer  # noqa: E402
+from stare_rl.engines.trl.trainer import trainer as trl_engine  # noqa: E402
+from stare_rl.train.config import MethodArgs  # noqa: E402
 
 B, T = 4, 12
 # completion layout per row: 1 = model token, 0 = tool result (TRL's tool_mask), padding past completion_mask
@@ -210,9 +210,9 @@ def _driver_step_stats(name: str, data: dict[str, torch.Tensor], response_mask: 
     fields ``old_log_probs``, ``advantages``, ``response_mask``, ``entropy``), once per step."""
     from tensordict import TensorDict
 
-    from stare_rl.engines import verl as V
-    from stare_rl.engines.verl_main import step_stats_batch
-    from stare_rl.step_control import StepController
+    from stare_rl.control.step import StepController
+    from stare_rl.engines.verl.adapter import adapter as V
+    from stare_rl.engines.verl.main import step_stats_batch
 
     method = name.split(".")[1]
     td = TensorDict({"old_log_probs": data["old"], "advantages": _verl_advantages(response_mask),
@@ -229,7 +229,7 @@ def _verl_loss(name: str, data: dict[str, torch.Tensor], response_mask: torch.Te
     from verl.trainer.ppo.core_algos import get_policy_loss_fn
     from verl.workers.config import FSDPActorConfig
 
-    from stare_rl.engines import verl as V
+    from stare_rl.engines.verl.adapter import adapter as V
 
     cfg = FSDPActorConfig(policy_loss=pl, rollout_n=B, ppo_micro_batch_size_per_gpu=2, clip_ratio_low=0.2,
                           clip_ratio_high=0.28)
@@ -257,8 +257,8 @@ def test_verl_agent_loop_mask_keeps_tool_tokens_out(name: str, fields: dict[str,
     pytest.importorskip("verl")
     from tensordict import TensorDict
 
-    from stare_rl.engines import verl as V
-    from stare_rl.engines.verl_main import step_batch
+    from stare_rl.engines.verl.adapter import adapter as V
+    from stare_rl.engines.verl.main import step_batch
 
     batch = _verl_agent_batch()
     response_mask = batch.batch["response_mask"]
@@ -281,8 +281,8 @@ def test_verl_agent_loop_mask_keeps_tool_tokens_out(name: str, fields: dict[str,
     assert exact_other["metrics"] == pytest.approx(exact["metrics"], abs=1e-6)
 
     def gate_input(d: dict[str, torch.Tensor]) -> dict[str, float]:  # the exact entry point's step controller
-        from stare_rl.methods.stare import StareConfig
-        from stare_rl.step_control import StepController
+        from stare_rl.control.step import StepController
+        from stare_rl.methods.stare.loss import StareConfig
 
         ctrl = StepController("stare", StareConfig(target_entropy=0.9))
         ctrl.update(step_batch(TensorDict({"entropy": d["entropy"], "response_mask": response_mask},

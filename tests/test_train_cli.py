@@ -12,8 +12,8 @@ from _tiny import save_tiny_model
 
 pytest.importorskip("trl")
 
-from stare_rl.commands import train  # noqa: E402
-from stare_rl.runlog import CONTROLLER_FILE, read_metrics  # noqa: E402
+from stare_rl.io.runlog import CONTROLLER_FILE, read_metrics  # noqa: E402
+from stare_rl.train import run as train  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_warmstart_fields_reach_the_warm_start_and_grpo_seeds_share_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.warmstart import WarmStartConfig, cache_key
+    from stare_rl.train.warmstart import WarmStartConfig, cache_key
 
     cache = tmp_path / "cache"
     common = ["--cache_dir", str(cache), "--warmstart_max_steps", "1", "--warmstart_stop_avg_at_k", "0.9",
@@ -160,7 +160,7 @@ def test_tiny_shape_fields_key_the_warm_start_and_auto_weight_control_runs(
     """``tiny_hidden_size`` / ``tiny_num_layers`` build and cache a model of that shape; ``--weight_control auto``
     runs through ``stare train`` and logs the controller's quantities."""
     from stare_rl.tasks import get_task
-    from stare_rl.tasks.warmstart import WarmStartConfig, cache_key
+    from stare_rl.train.warmstart import WarmStartConfig, cache_key
 
     cache, run = tmp_path / "cache", tmp_path / "run"
     assert train.main(["--cache_dir", str(cache), "--tiny_hidden_size", "32", "--tiny_num_layers", "1",
@@ -185,7 +185,7 @@ def test_tiny_shape_fields_key_the_warm_start_and_auto_weight_control_runs(
 
 def test_config_file_is_layered_on_the_embedded_default(tmp_path: Path) -> None:
     """A config file with two keys changes those two; every other value is the no-argument default's."""
-    from stare_rl.train_config import load_yaml_config
+    from stare_rl.train.config import load_yaml_config
 
     cfg = tmp_path / "two.yaml"
     cfg.write_text("max_steps: 7\nseed: 3\n")
@@ -202,7 +202,7 @@ def test_config_file_is_layered_on_the_embedded_default(tmp_path: Path) -> None:
 def test_config_base_none_starts_from_the_library_defaults(tmp_path: Path) -> None:
     """`stare compare` cells: the file alone; the saved config.yaml pins the default's keys, so a re-run of it
     (layered on the default) gets the same values."""
-    from stare_rl.train_config import load_yaml_config
+    from stare_rl.train.config import load_yaml_config
 
     cfg = tmp_path / "two.yaml"
     cfg.write_text("max_steps: 7\nseed: 3\n")

@@ -16,12 +16,12 @@ import torch
 
 trl = pytest.importorskip("trl")
 
-from stare_rl.control import StareGate  # noqa: E402
-from stare_rl.engines.trl import TRL_HOOKS, TRL_VERSION, StareGRPOConfig, StareGRPOTrainer  # noqa: E402
-from stare_rl.registry import get_method  # noqa: E402
-from stare_rl.surrogate import SurrogateConfig  # noqa: E402
-from stare_rl.train_config import MethodArgs  # noqa: E402
-from stare_rl.types import TokenBatch  # noqa: E402
+from stare_rl.core.registry import get_method  # noqa: E402
+from stare_rl.core.surrogate import SurrogateConfig  # noqa: E402
+from stare_rl.core.types import TokenBatch  # noqa: E402
+from stare_rl.engines.trl.trainer import TRL_HOOKS, TRL_VERSION, StareGRPOConfig, StareGRPOTrainer  # noqa: E402
+from stare_rl.methods.stare.gate import StareGate  # noqa: E402
+from stare_rl.train.config import MethodArgs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -153,7 +153,7 @@ def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path, 
     """
     from transformers import TrainerCallback
 
-    from stare_rl.engines.trl import _loss_mask
+    from stare_rl.engines.trl.trainer import _loss_mask
 
     snapshots: dict[int, Any] = {}
 
@@ -286,7 +286,7 @@ def _hangs(completion: str, answer: str) -> float:
 
 
 def test_reward_errors_and_timeouts_score_zero_and_are_counted() -> None:
-    from stare_rl.engines.trl import make_reward_func
+    from stare_rl.engines.trl.trainer import make_reward_func
 
     logged: list[tuple[str, float]] = []
     for fn, timeout in ((_raises, 5.0), (_hangs, 0.05)):
@@ -299,7 +299,7 @@ def test_reward_errors_and_timeouts_score_zero_and_are_counted() -> None:
 
 
 def test_training_goes_on_when_the_reward_function_raises(tmp_path: Path) -> None:
-    from stare_rl.engines.trl import make_reward_func
+    from stare_rl.engines.trl.trainer import make_reward_func
 
     trainer = make_trainer(tmp_path, "stare", reward=make_reward_func(_raises, timeout_s=5.0))
     trainer.train()
@@ -312,7 +312,7 @@ def test_steer_gets_the_old_policys_entropy_from_trls_old_logprob_pass(tmp_path:
     """STEER's H is the old policy's entropy (reference: `entropys` of the log-prob pass). With two updates per
     generation TRL runs an old log-prob pass; its entropy reaches the loss as old_entropy: equal to the current
     entropy on the first micro-batch (no update yet), different on the second (after one update)."""
-    import stare_rl.engines.trl as T
+    import stare_rl.engines.trl.trainer as T
 
     seen: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
     real = T.compute_loss
@@ -337,8 +337,8 @@ def test_steer_gets_the_old_policys_entropy_from_trls_old_logprob_pass(tmp_path:
 def test_is_ratio_weights_the_policy_term_not_the_entropy_bonus() -> None:
     """vLLM's sampler/trainer importance ratio multiplies the policy term only (TRL); the bonus is added after."""
     from stare_rl import LossContext, compute_loss
-    from stare_rl.engines.trl import with_is_ratio_and_bonus
-    from stare_rl.entropy_bonus import EntropyBonusConfig, entropy_bonus
+    from stare_rl.core.entropy_bonus import EntropyBonusConfig, entropy_bonus
+    from stare_rl.engines.trl.trainer import with_is_ratio_and_bonus
 
     g = torch.Generator().manual_seed(0)
     lp = -torch.rand(3, 4, generator=g) - 0.1

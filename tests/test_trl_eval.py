@@ -11,9 +11,9 @@ from _tiny import save_tiny_model
 
 pytest.importorskip("trl")
 
-from stare_rl.engines.trl_eval import HeldOutEvalCallback, curve_ks  # noqa: E402
-from stare_rl.evaluation import evaluate, pass_at_k  # noqa: E402
-from stare_rl.runlog import read_metrics  # noqa: E402
+from stare_rl.engines.trl.eval import HeldOutEvalCallback, curve_ks  # noqa: E402
+from stare_rl.evaluation.heldout import evaluate, pass_at_k  # noqa: E402
+from stare_rl.io.runlog import read_metrics  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +53,8 @@ def test_evaluate_pass_ks_are_the_unbiased_estimator_of_the_samples(tiny_model_d
 
 @pytest.mark.slow
 def test_train_logs_held_out_curve_at_step_0_and_every_n_steps(tmp_path: Path, tiny_model_dir: Path) -> None:
-    from stare_rl.commands import train
     from stare_rl.tasks import get_task
+    from stare_rl.train import run as train
 
     run = tmp_path / "run"
     argv = ["--model", str(tiny_model_dir), "--task", "arithmetic", "--output_dir", str(run), "--max_steps", "4",

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("verl")
 
 from stare_rl import list_methods  # noqa: E402
-from stare_rl.engines import verl_check as C  # noqa: E402
+from stare_rl.engines.verl.adapter import check as C  # noqa: E402
 
 
 def test_plugin_policy_follows_verls_rule() -> None:
@@ -45,8 +45,8 @@ def test_import_error_is_shown_not_swallowed(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_entry_point_fails_loudly_without_the_installed_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`python -m stare_rl.engines.verl_main` stops before Ray when verl's workers would not load stare-rl."""
-    import stare_rl.engines.verl_main as vm
+    """`python -m stare_rl.engines.verl.main` stops before Ray when verl's workers would not load stare-rl."""
+    import stare_rl.engines.verl.main as vm
 
     monkeypatch.setattr(C, "_entry_point", lambda: None)  # e.g. a PYTHONPATH checkout: no package metadata
     monkeypatch.setattr(vm, "run_ppo", lambda *a, **k: pytest.fail("run_ppo must not be reached"))

@@ -1,4 +1,4 @@
-"""The exact-gate entry point (``stare_rl.engines.verl_main``) on CPU, without Ray or a GPU.
+"""The exact-gate entry point (``stare_rl.engines.verl.main``) on CPU, without Ray or a GPU.
 
 The trainer is built with its real ``__init__`` from a composed recipe, and verl's own hooks
 (``_compute_old_log_prob``, ``_update_actor``, ``_save_checkpoint``, ``_load_checkpoint``) run for real. Only
@@ -45,12 +45,12 @@ from verl.workers.engine.utils import prepare_micro_batches  # noqa: E402
 from verl.workers.engine_workers import ActorRolloutRefWorker  # noqa: E402
 from verl.workers.utils.losses import ppo_loss  # noqa: E402
 
-import stare_rl.engines.verl_main as vm  # noqa: E402
+import stare_rl.engines.verl.main as vm  # noqa: E402
 from stare_rl import aggregate, compute_loss  # noqa: E402
-from stare_rl.control import global_token_mean  # noqa: E402
-from stare_rl.engines import verl as V  # noqa: E402
-from stare_rl.runlog import CONTROLLER_FILE  # noqa: E402
-from stare_rl.types import LossContext, TokenBatch  # noqa: E402
+from stare_rl.control.base import global_token_mean  # noqa: E402
+from stare_rl.core.types import LossContext, TokenBatch  # noqa: E402
+from stare_rl.engines.verl.adapter import adapter as V  # noqa: E402
+from stare_rl.io.runlog import CONTROLLER_FILE  # noqa: E402
 
 RECIPES = Path(str(resources.files("stare_rl") / "recipes" / "verl"))
 PROMPT_LEN = 2
@@ -231,7 +231,7 @@ HOOKS = {  # what StareRLTrainer overrides, with verl 0.9's signatures
 def test_trainer_registered_under_its_mode() -> None:
     assert get_trainer_cls(vm.TRAINER_MODE) is vm.StareRLTrainer
     assert issubclass(vm.StareRLTrainer, PPOTrainerSync)
-    assert vm.StareRLTaskRunner.__module__ == "stare_rl.engines.verl_main"  # Ray imports it -> registration
+    assert vm.StareRLTaskRunner.__module__ == "stare_rl.engines.verl.main"  # Ray imports it -> registration
     assert issubclass(vm.StareRLTaskRunner, TaskRunnerV1.__ray_actor_class__)
 
 
@@ -371,7 +371,7 @@ def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(
     other.mkdir(parents=True)
     fresh, _ = trainer_with_workers(stare_config(
         tmp_path, **{"trainer.resume_mode": "resume_path", "trainer.resume_from_path": str(other)}), monkeypatch)
-    with caplog.at_level(logging.WARNING, logger="stare_rl.step_control"):
+    with caplog.at_level(logging.WARNING, logger="stare_rl.control.step"):
         fresh._load_checkpoint()
     assert fresh.global_steps == 3 and fresh.stare_rl.controllers["schedule"].reweight_w == 1.1
     assert "start fresh" in caplog.text
@@ -412,7 +412,7 @@ def test_run_sh_and_python_m_entry_point(tmp_path: Path, monkeypatch: pytest.Mon
     subprocess.run(["bash", str(RECIPES / "run.sh"), "stare_qwen25_math_1p5b", "trainer.total_epochs=1"],
                    env=env, check=True, timeout=30)
     args = (tmp_path / "args").read_text().splitlines()
-    assert args[:2] == ["-m", "stare_rl.engines.verl_main"]
+    assert args[:2] == ["-m", "stare_rl.engines.verl.main"]
 
     captured: dict[str, Any] = {}
     monkeypatch.setattr(vm, "run_ppo", lambda config, task_runner_class: captured.update(
@@ -421,8 +421,8 @@ def test_run_sh_and_python_m_entry_point(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(sys, "argv", ["verl_main", *args[2:], "hydra.run.dir=.", "hydra.output_subdir=null",
                                       "hydra/job_logging=none", "hydra/hydra_logging=none"])
     GlobalHydra.instance().clear()
-    try:  # exactly `python -m stare_rl.engines.verl_main <run.sh's arguments>`, up to Ray
-        runpy.run_module("stare_rl.engines.verl_main", run_name="__main__", alter_sys=False)
+    try:  # exactly `python -m stare_rl.engines.verl.main <run.sh's arguments>`, up to Ray
+        runpy.run_module("stare_rl.engines.verl.main", run_name="__main__", alter_sys=False)
     finally:
         GlobalHydra.instance().clear()
     config = captured["config"]

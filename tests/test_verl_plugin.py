@@ -20,9 +20,9 @@ from verl.trainer.ppo.core_algos import get_policy_loss_fn  # noqa: E402
 from verl.workers.config import FSDPActorConfig, PolicyLossConfig  # noqa: E402
 
 from stare_rl import aggregate, compute_loss, list_methods  # noqa: E402
-from stare_rl.control import GATE, StareGate, StareWeightSchedule  # noqa: E402
-from stare_rl.engines import verl as V  # noqa: E402
-from stare_rl.types import LossContext, TokenBatch  # noqa: E402
+from stare_rl.core.types import LossContext, TokenBatch  # noqa: E402
+from stare_rl.engines.verl.adapter import adapter as V  # noqa: E402
+from stare_rl.methods.stare.gate import GATE, StareGate, StareWeightSchedule  # noqa: E402
 
 PARITY = Path(os.environ.get("PARITY_VECTORS", Path(__file__).resolve().parents[2] / "shared" / "parity"))
 VERL_BUILTINS = {"vanilla", "clip_cov", "kl_cov"}
@@ -191,8 +191,8 @@ def test_step_state_gate_unless_surprisal_is_asked_and_schedule_weights() -> Non
 def test_auto_weight_control_uses_the_driver_state_and_needs_the_entry_point() -> None:
     """weight_control='auto': the loss takes W, M and gate_on from the entry point's controller state; plugin-only
     (no state) and stare_gate='surprisal' (no hard gate to re-set) fail with a message saying what to do."""
-    from stare_rl.control import StepObservation
-    from stare_rl.weight_control import AutoWeightController
+    from stare_rl.control.base import StepObservation
+    from stare_rl.methods.stare.auto import AutoWeightController
 
     data = make_batch(seed=8)
     auto = AutoWeightController(0.3)
@@ -209,7 +209,7 @@ def test_auto_weight_control_uses_the_driver_state_and_needs_the_entry_point() -
     out = compute_loss("stare", batch, V.method_config("stare", pl), V.surrogate_config(actor_config(pl), "token-mean"),
                        LossContext(stats={"gate_on": True, "reweight_w": w, "reweight_m": m}))
     torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
-    with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):
+    with pytest.raises(ValueError, match="stare_rl.engines.verl.main"):
         call("stare", data, actor_config(pl))
     pl = V.StareRLPolicyLossConfig(stare_weight_control="auto", stare_gate="surprisal")
     with V.step_state(V.StepState(controllers={"auto": auto.state_dict()})), pytest.raises(ValueError, match="has none"):
@@ -218,7 +218,7 @@ def test_auto_weight_control_uses_the_driver_state_and_needs_the_entry_point() -
 
 def test_exact_gate_required_and_entropy_error_are_clear() -> None:
     data = make_batch(seed=5)
-    with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):
+    with pytest.raises(ValueError, match="stare_rl.engines.verl.main"):
         call("stare", data, actor_config(V.StareRLPolicyLossConfig(stare_gate="exact")))
     with pytest.raises(ValueError, match="calculate_entropy=True"):
         call("high_entropy", data, actor_config())
@@ -305,7 +305,7 @@ def test_plugin_only_refuses_methods_whose_controllers_need_the_driver() -> None
     """Through verl.trainer.main_ppo (no per-step state) a method owning a controller other than the STARE gate
     (EntroPIC's PI, STARE's W/M control) must refuse with a pointer to the exact entry point instead of silently
     running with a fresh controller (alpha 0 = vanilla)."""
-    from stare_rl.registry import get_method
+    from stare_rl.core.registry import get_method
 
     b = make_batch()
     owning = []
@@ -314,7 +314,7 @@ def test_plugin_only_refuses_methods_whose_controllers_need_the_driver() -> None
         if set(spec.make_controllers(spec.config_cls())) - {GATE}:
             owning.append(name)
             with V.step_state(V.StepState(entropy=b["entropy"])):  # the actor's entropy, no driver state
-                with pytest.raises(ValueError, match="stare_rl.engines.verl_main"):
+                with pytest.raises(ValueError, match="stare_rl.engines.verl.main"):
                     call(f"{V.NAME_PREFIX}{name}", b, actor_config())
     assert "entropic" in owning
 
@@ -323,7 +323,7 @@ def test_plugin_only_refuses_methods_whose_controllers_need_the_driver() -> None
 def test_driver_step_stats_make_every_micro_batch_select_as_the_whole_step_batch(name: str) -> None:
     """selection_scope='global' under the entry point: the driver's statistics of the whole step batch (sent as
     StepState.step_stats) replace the per-micro-batch gather, so two micro-batches select as one batch does."""
-    from stare_rl.step_control import StepController
+    from stare_rl.control.step import StepController
 
     d = make_batch(seed=7)
     fields = (d["old_log_prob"], d["old_log_prob"], d["advantages"], d["response_mask"].float())

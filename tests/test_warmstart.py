@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from stare_rl.tasks.warmstart import (
+from stare_rl.train.warmstart import (
     TASK_INFO_FILE,
     WARMSTART_FILE,
     WarmStartConfig,

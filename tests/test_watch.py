@@ -15,7 +15,7 @@ pytest.importorskip("trl")
 
 from transformers import TrainerControl, TrainerState  # noqa: E402
 
-from stare_rl.engines.watch import TrainingWatch, check_reward_func  # noqa: E402
+from stare_rl.engines.trl.watch import TrainingWatch, check_reward_func  # noqa: E402
 
 
 def _feed(watch: TrainingWatch, logs: list[dict[str, float]]) -> TrainerControl:
@@ -28,7 +28,7 @@ def _feed(watch: TrainingWatch, logs: list[dict[str, float]]) -> TrainerControl:
 
 def test_zero_reward_for_n_steps_warns_once_naming_the_reward(caplog: pytest.LogCaptureFixture) -> None:
     watch = TrainingWatch(patience=3, reward_note="reward: math (reward=auto)")
-    with caplog.at_level(logging.WARNING, logger="stare_rl.engines.watch"):
+    with caplog.at_level(logging.WARNING, logger="stare_rl.engines.trl.watch"):
         _feed(watch, [{"critic/score/mean": 0.0}] * 2 + [{"critic/score/mean": 0.5}] + [{"critic/score/mean": 0.0}] * 5)
     assert len(watch.warnings) == 1  # 2 zeros, a reset, then 5 zeros: one warning at the 3rd of those
     assert "reward was 0 for every completion in the last 3 steps (to step 6)" in watch.warnings[0]
@@ -80,7 +80,7 @@ def test_reward_func_with_the_wrong_count_or_nan() -> None:
 
 
 def test_per_sample_reward_returning_nan_scores_zero_and_is_counted() -> None:
-    from stare_rl.engines.trl import make_reward_func
+    from stare_rl.engines.trl.trainer import make_reward_func
 
     logged: list[tuple[str, float]] = []
     reward = make_reward_func(lambda c, a: math.nan if c == "bad" else 1.0, timeout_s=5.0)
@@ -96,9 +96,9 @@ def test_stare_train_warns_on_a_reward_that_is_always_zero(tmp_path: Path, capsy
     import json
 
     from stare_rl import cli
+    from stare_rl.io.runlog import read_metrics
     from stare_rl.models.tiny import build_tiny_model
     from stare_rl.models.tokenizer import build_char_tokenizer
-    from stare_rl.runlog import read_metrics
     from stare_rl.tasks import get_task
 
     tok = build_char_tokenizer(get_task("arithmetic").alphabet)
@@ -108,7 +108,7 @@ def test_stare_train_warns_on_a_reward_that_is_always_zero(tmp_path: Path, capsy
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps({"prompt": f"{a}+{a}=", "answer": "9" * 12}) + "\n" for a in range(40)))
     run = tmp_path / "run"
-    with caplog.at_level(logging.WARNING, logger="stare_rl.engines.watch"):
+    with caplog.at_level(logging.WARNING, logger="stare_rl.engines.trl.watch"):
         status = cli.main(["train", "--model", str(model_dir), "--dataset", str(data), "--reward", "task",
                            "--output_dir", str(run), "--max_steps", "3", "--save_steps", "10",
                            "--per_device_train_batch_size", "8", "--num_generations", "4",
@@ -134,10 +134,10 @@ def test_tied_lm_head_missing_key_message_is_dropped_on_resume_only_when_tied() 
 
     import transformers.trainer
 
-    from stare_rl.commands.train import _quiet_tied_weight_warning
     from stare_rl.models.tiny import build_tiny_model
     from stare_rl.models.tokenizer import build_char_tokenizer
     from stare_rl.tasks import get_task
+    from stare_rl.train.run import _quiet_tied_weight_warning
 
     prefix = "There were missing keys in the checkpoint model loaded: "
     assert prefix in inspect.getsource(transformers.trainer)  # the message this filter is written for

@@ -1,4 +1,4 @@
-"""The ``auto`` weight controller (stare_rl.weight_control): control law, anti-windup, rate limit, state.
+"""The ``auto`` weight controller (stare_rl.methods.stare.auto): control law, anti-windup, rate limit, state.
 
 The closed-loop tests run the controller against a synthetic entropy process, the linear model its defaults
 were derived from (docs/methods.md): relative entropy ``x = H / H_tgt`` with
@@ -15,8 +15,8 @@ import random
 
 import pytest
 
-from stare_rl.control import StepObservation
-from stare_rl.weight_control import AutoWeightConfig, AutoWeightController
+from stare_rl.control.base import StepObservation
+from stare_rl.methods.stare.auto import AutoWeightConfig, AutoWeightController
 
 TARGET = 0.3
 DRIFT = 0.0017  # GRPO on the tiny arithmetic model: relative entropy lost per step (measured, docs/methods.md)
@@ -222,8 +222,8 @@ def test_auto_replaces_the_gate_and_sets_w_m(method):
     import torch
 
     from stare_rl import SurrogateConfig, compute_loss, make_config
-    from stare_rl.step_control import StepController
-    from stare_rl.types import LossContext
+    from stare_rl.control.step import StepController
+    from stare_rl.core.types import LossContext
 
     cfg = make_config(method, variant="C2", weight_control="auto")
     sc = StepController(method, cfg)

@@ -7,10 +7,10 @@ The core is engine-agnostic: pure functions on ``(B, T)`` tensors, registered by
     >>> loss = aggregate(out.token_loss, batch.mask, "token-mean")
 """
 
-from stare_rl.aggregate import AGG_MODES, aggregate
-from stare_rl.registry import compute_loss, get_method, list_methods, make_config
-from stare_rl.surrogate import SurrogateConfig, clipped_surrogate
-from stare_rl.types import LossContext, LossOutput, TokenBatch
+from stare_rl.core.aggregate import AGG_MODES, aggregate
+from stare_rl.core.registry import compute_loss, get_method, list_methods, make_config
+from stare_rl.core.surrogate import SurrogateConfig, clipped_surrogate
+from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
 __version__ = "0.1.0"
 

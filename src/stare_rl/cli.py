@@ -7,8 +7,9 @@ lazily so that ``stare --help`` does not import TRL or verl.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
+
+from stare_rl.io.process import PARENT_PID_ENV, exit_with_parent  # noqa: F401  (re-exported)
 
 COMMANDS = {
     "train": "Train with GRPO + a stare-rl method on TRL (no arguments: the embedded offline default).",
@@ -18,26 +19,6 @@ COMMANDS = {
     "compare": "Run a grid of methods x seeds with identical budgets and report them side by side.",
     "check-verl": "Check that verl loads the stare-rl plugin: versions, entry point, registered names.",
 }
-
-# Set by `stare compare` for the `stare train` processes it starts: the pid of the parent they must not outlive.
-PARENT_PID_ENV = "STARE_PARENT_PID"
-
-
-def exit_with_parent() -> None:
-    """When started by ``stare compare`` (``PARENT_PID_ENV`` set, Linux): have the kernel SIGKILL this process
-    when its parent dies, however it dies (a SIGKILLed parent cannot stop its children). Without it an orphaned
-    cell would keep writing into the run directory that a re-run of the grid resumes. Elsewhere: nothing."""
-    parent = os.environ.pop(PARENT_PID_ENV, None)
-    if not parent or not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != int(parent):  # the parent died before the prctl: nothing would end this process
-        os._exit(1)
-
 
 def _usage() -> str:
     lines = ["usage: stare <command> [options]", "", "commands:"]

@@ -1,5 +1,2 @@
-"""Entropy-dynamics analysis: per-step quadrant diagnostics, the estimator probe, run reports, compare grids."""
-
-from stare_rl.analysis.quadrants import QUADRANTS, predicted_entropy_change, quadrant_masks, quadrant_stats
-
-__all__ = ["QUADRANTS", "predicted_entropy_change", "quadrant_masks", "quadrant_stats"]
+"""Analysis of runs: the entropy-change estimator probe, run reading, plots and the HTML report.
+(The per-step quadrant diagnostics are core: :mod:`stare_rl.core.quadrants`.)"""

@@ -16,8 +16,8 @@ import math
 
 import torch
 
-from stare_rl.analysis.quadrants import predicted_entropy_change
-from stare_rl.tokens import (
+from stare_rl.core.quadrants import predicted_entropy_change
+from stare_rl.core.tokens import (
     entropy_sensitivity,
     entropy_sensitivity_leading,
     sensitivity_from_log_probs,

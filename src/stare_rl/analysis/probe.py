@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from stare_rl.aggregate import aggregate
 from stare_rl.analysis.estimators import ESTIMATORS, predicted_changes, score
-from stare_rl.analysis.quadrants import QUADRANTS, quadrant_masks
-from stare_rl.registry import compute_loss
-from stare_rl.types import LossContext, TokenBatch
+from stare_rl.core.aggregate import aggregate
+from stare_rl.core.quadrants import QUADRANTS, quadrant_masks
+from stare_rl.core.registry import compute_loss
+from stare_rl.core.types import LossContext, TokenBatch
 
 OPTIMIZERS = ("sgd", "adamw")
 

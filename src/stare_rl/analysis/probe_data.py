@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from stare_rl.advantages import broadcast_to_tokens, compute_advantages
 from stare_rl.analysis.probe import ProbeBatch
+from stare_rl.core.advantages import broadcast_to_tokens, compute_advantages
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class SampleSpec:
         max_new_tokens: response length cap.
         temperature: sampling temperature (full vocabulary, no top-k / top-p).
         seed: seeds the prompt draw, the sampling and the random advantages.
-        advantages: a registered estimator of :mod:`stare_rl.advantages` on the task's rewards, or
+        advantages: a registered estimator of :mod:`stare_rl.core.advantages` on the task's rewards, or
             ``"random"`` (N(0, 1) per response: probes the estimators independently of the reward).
         split: task split the prompts come from.
     """

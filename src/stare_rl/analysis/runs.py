@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stare_rl.runlog import METRICS_FILE, iter_metrics
+from stare_rl.io.runlog import METRICS_FILE, iter_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _number(v: Any) -> float | None:
 
 
 def read_series(path: Path) -> dict[str, list[tuple[int, float]]]:
-    """``metrics.jsonl`` (read by :func:`stare_rl.runlog.iter_metrics`) as ``{metric: [(step, value), ...]}``.
+    """``metrics.jsonl`` (read by :func:`stare_rl.io.runlog.iter_metrics`) as ``{metric: [(step, value), ...]}``.
 
     Lines without a numeric step are warned about and skipped; a repeated step keeps its last value.
     """

@@ -1,7 +1,7 @@
 """``stare check-verl``: will verl load stare-rl in every process? Versions, entry point, registered names.
 
 verl imports its plugins at the end of ``import verl`` and hides a failure at DEBUG level; this command
-repeats its steps (:mod:`stare_rl.engines.verl_check`) and prints what each found and what is missing.
+repeats its steps (:mod:`stare_rl.engines.verl.check`) and prints what each found and what is missing.
 Exit status 0 when everything is in place, 1 otherwise.
 """
 
@@ -17,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="stare check-verl",
         description="Check that verl loads the stare-rl plugin the way its workers do: installed entry point, "
         "VERL_USE_EXTERNAL_PLUGINS, the plugin import, verl's policy-loss registry after a bare `import verl` "
-        "in a fresh interpreter, and the exact entry point stare_rl.engines.verl_main.",
+        "in a fresh interpreter, and the exact entry point stare_rl.engines.verl.main.",
     )
     p.add_argument("--json", action="store_true", help="Print the report as JSON.")
     return p
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from stare_rl.engines.verl_check import check_verl
+    from stare_rl.engines.verl.check import check_verl
 
     report = check_verl()
     if args.json:

@@ -3,7 +3,7 @@
 Default: the held-out test split of the embedded task the model was warm-started / trained on (read from
 its ``stare_task.json``; ``arithmetic`` if absent). ``--dataset`` evaluates a parquet/jsonl/HF dataset with
 the math-verify ``\\boxed{}`` reward instead (rows with a ``data_source`` also get one table per source).
-``--protocol stare|steer|FILE.yaml --data-dir DIR`` runs a paper's protocol (:mod:`stare_rl.eval_protocol`):
+``--protocol stare|steer|FILE.yaml --data-dir DIR`` runs a paper's protocol (:mod:`stare_rl.evaluation.protocol`):
 every benchmark with its own number of samples, one table row per benchmark.
 """
 
@@ -77,7 +77,7 @@ def _rows_and_reward(args: argparse.Namespace) -> tuple[list[dict[str, Any]], An
                 args.max_new_tokens or 1024)
     from stare_rl.tasks import get_task
     from stare_rl.tasks.base import clean_completion
-    from stare_rl.tasks.warmstart import read_task_info
+    from stare_rl.train.warmstart import read_task_info
 
     info = read_task_info(args.model) or {}
     name = args.task or info.get("task", "arithmetic")
@@ -122,8 +122,8 @@ def format_source_table(by_source: dict[str, dict[str, Any]]) -> str:
 
 def run_protocol(args: argparse.Namespace) -> dict[str, Any]:
     """Every dataset of ``args.protocol`` with its own sample count; the per-dataset metrics and their mean."""
-    from stare_rl.eval_protocol import load_protocol
-    from stare_rl.evaluation import evaluate
+    from stare_rl.evaluation.heldout import evaluate
+    from stare_rl.evaluation.protocol import load_protocol
     from stare_rl.tasks.data import load_dataset_rows
     from stare_rl.tasks.rewards import last_boxed
 
@@ -150,7 +150,7 @@ def _tool_task(args: argparse.Namespace) -> Any:
     if args.dataset:
         return None
     from stare_rl.tasks import get_task, is_tool_task
-    from stare_rl.tasks.warmstart import read_task_info
+    from stare_rl.train.warmstart import read_task_info
 
     info = read_task_info(args.model) or {}
     name = args.task or info.get("task", "arithmetic")
@@ -161,7 +161,7 @@ def _tool_task(args: argparse.Namespace) -> Any:
 def _evaluate_tool_task(args: argparse.Namespace, task: Any) -> tuple[dict[str, Any], str]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from stare_rl.tasks.tool_eval import evaluate_tool_task
+    from stare_rl.evaluation.tools import evaluate_tool_task
 
     model, tokenizer = AutoModelForCausalLM.from_pretrained(args.model), AutoTokenizer.from_pretrained(args.model)
     rows = task.make_split("test", args.n or DEFAULT_PROMPTS, args.seed)
@@ -182,7 +182,7 @@ def main(argv: list[str]) -> int:
         print(f"stare eval: --model {args.model!r} is not a Hugging Face model directory (no config.json)",
               file=sys.stderr)
         return 2
-    from stare_rl.evaluation import evaluate
+    from stare_rl.evaluation.heldout import evaluate
 
     try:
         tool_task = None if args.protocol else _tool_task(args)
@@ -208,7 +208,7 @@ def main(argv: list[str]) -> int:
         return 2
     print(text)
     if args.out:
-        from stare_rl.runlog import write_json_atomic
+        from stare_rl.io.runlog import write_json_atomic
 
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)

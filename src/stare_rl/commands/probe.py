@@ -63,7 +63,7 @@ def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
         return build_tiny_model(tok, seed=args.seed), tok, "tiny-random"
     path = Path(args.model).expanduser()
     if args.model == "tiny":
-        from stare_rl.tasks.warmstart import warm_start
+        from stare_rl.train.warmstart import warm_start
 
         path = warm_start(args.task, Path(args.cache_dir).expanduser())
     if not path.is_dir():

@@ -1,4 +1,4 @@
-"""Built-in methods; importing this package registers them. One method, one file."""
+"""Built-in methods; importing this package registers them. One method, one file (STARE, with its controllers and variants, one package)."""
 
 from stare_rl.methods import (  # noqa: F401
     archer,
@@ -9,7 +9,6 @@ from stare_rl.methods import (  # noqa: F401
     high_entropy,
     kl_cov,
     stare,
-    stare_sensitivity,
     steer,
     vanilla,
 )

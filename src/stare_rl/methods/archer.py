@@ -16,7 +16,7 @@ is split into micro-batches or ranks, and no global statistic is needed.
 Not implemented: Archer's second constraint, a KL penalty ``k3(pi || pi_ref)`` against the *reference*
 policy with coefficient 0.001 on low-entropy tokens and 0 on high-entropy tokens (reference run script
 ``run_archer_qwen2.5_1.5b_code.sh``: ``kl_loss_coef=0.001``, ``high_entropy_kl_loss_scale_coef=0.0``).
-:class:`~stare_rl.types.TokenBatch` carries no reference log-probs, so this method is Archer's clip
+:class:`~stare_rl.core.types.TokenBatch` carries no reference log-probs, so this method is Archer's clip
 constraint only (equal to the reference with ``use_kl_loss=False``).
 """
 
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.registry import register_method
-from stare_rl.surrogate import SurrogateConfig, clipped_surrogate
-from stare_rl.types import LossContext, LossOutput, TokenBatch
+from stare_rl.core.registry import register_method
+from stare_rl.core.surrogate import SurrogateConfig, clipped_surrogate
+from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
 
 @dataclass(frozen=True)

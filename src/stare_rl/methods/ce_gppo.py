@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.registry import register_method
-from stare_rl.surrogate import LOG_RATIO_CLAMP, SurrogateConfig, clipped_surrogate, token_signs
-from stare_rl.types import LossContext, LossOutput, TokenBatch
+from stare_rl.core.registry import register_method
+from stare_rl.core.surrogate import LOG_RATIO_CLAMP, SurrogateConfig, clipped_surrogate, token_signs
+from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class CEGPPOConfig:
     """CE-GPPO coefficients. Defaults: beta1 = 0.75, beta2 = 1 (the authors' 7B recipe
     ``7B_perf_run_gppo_v1_beta1_075_beta2_1_ours_math.sh`` and the default of ``compute_gppo_loss_general_beta``
     in their README; their 1.5B recipe uses beta1 = 0.5). The clip interval and dual-clip constant are the
-    shared :class:`~stare_rl.surrogate.SurrogateConfig`'s (the paper's recipes: eps 0.2 / 0.2, c = 10).
+    shared :class:`~stare_rl.core.surrogate.SurrogateConfig`'s (the paper's recipes: eps 0.2 / 0.2, c = 10).
     """
 
     beta1: float = field(

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.registry import register_method
-from stare_rl.selection import topk_count
-from stare_rl.surrogate import LOG_RATIO_CLAMP, SurrogateConfig, clipped_surrogate
-from stare_rl.types import LossContext, LossOutput, TokenBatch
+from stare_rl.core.registry import register_method
+from stare_rl.core.selection import topk_count
+from stare_rl.core.surrogate import LOG_RATIO_CLAMP, SurrogateConfig, clipped_surrogate
+from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
 
 @dataclass(frozen=True)

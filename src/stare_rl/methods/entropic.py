@@ -26,10 +26,10 @@ from typing import Any
 
 import torch
 
-from stare_rl.control import StepObservation
-from stare_rl.registry import register_method
-from stare_rl.surrogate import LOG_RATIO_CLAMP, SurrogateConfig, clipped_surrogate, token_signs
-from stare_rl.types import LossContext, LossOutput, TokenBatch
+from stare_rl.control.base import StepObservation
+from stare_rl.core.registry import register_method
+from stare_rl.core.surrogate import LOG_RATIO_CLAMP, SurrogateConfig, clipped_surrogate, token_signs
+from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
 ALPHA_KEY = "entropic_alpha"
 

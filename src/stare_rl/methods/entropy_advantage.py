@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.registry import register_method
-from stare_rl.surrogate import SurrogateConfig, clipped_surrogate
-from stare_rl.types import LossContext, LossOutput, TokenBatch
+from stare_rl.core.registry import register_method
+from stare_rl.core.surrogate import SurrogateConfig, clipped_surrogate
+from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.registry import GlobalStats, register_method
-from stare_rl.selection import SELECTION_SCOPES, topk_count
-from stare_rl.surrogate import SurrogateConfig, clipped_surrogate
-from stare_rl.types import LossContext, LossOutput, TokenBatch
+from stare_rl.core.registry import GlobalStats, register_method
+from stare_rl.core.selection import SELECTION_SCOPES, topk_count
+from stare_rl.core.surrogate import SurrogateConfig, clipped_surrogate
+from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
 SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
 
@@ -50,7 +50,7 @@ def high_entropy_threshold(entropy_values: torch.Tensor, rho: float) -> float | 
     """Entropy threshold that keeps the top ``rho`` fraction of ``entropy_values`` (1-D, valid tokens only).
 
     Engine-side use: gather the valid entropies of the whole global batch (across micro-batches and ranks,
-    e.g. with :func:`stare_rl.selection.gather_values`), call this once, and pass the result as
+    e.g. with :func:`stare_rl.core.selection.gather_values`), call this once, and pass the result as
     ``LossContext.stats["entropy_threshold"]`` so the mask does not depend on the parallel layout.
 
     Returns:

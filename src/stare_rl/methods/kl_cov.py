@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stare_rl.registry import GlobalStats, register_method
-from stare_rl.selection import SELECTION_SCOPES, kth_largest, select_at_least, topk_count, topk_mask
-from stare_rl.surrogate import LOG_RATIO_CLAMP, SurrogateConfig
-from stare_rl.types import LossContext, LossOutput, TokenBatch
+from stare_rl.core.registry import GlobalStats, register_method
+from stare_rl.core.selection import SELECTION_SCOPES, kth_largest, select_at_least, topk_count, topk_mask
+from stare_rl.core.surrogate import LOG_RATIO_CLAMP, SurrogateConfig
+from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
 SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
 

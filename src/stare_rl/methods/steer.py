@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from stare_rl.registry import GlobalStats, register_method
-from stare_rl.selection import SELECTION_SCOPES, count_true
-from stare_rl.surrogate import SurrogateConfig, clipped_surrogate, token_signs
-from stare_rl.tokens import steer_omega_abs
-from stare_rl.types import LossContext, LossOutput, TokenBatch
+from stare_rl.core.registry import GlobalStats, register_method
+from stare_rl.core.selection import SELECTION_SCOPES, count_true
+from stare_rl.core.surrogate import SurrogateConfig, clipped_surrogate, token_signs
+from stare_rl.core.tokens import steer_omega_abs
+from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
 STEER_MAPPINGS = ("exp", "linear")
 SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)

@@ -4,7 +4,7 @@ verl loads this file from ``actor_rollout_ref.rollout.multi_turn.function_tool_p
 and exposes every ``@function_tool`` to the model through the chat template's tool schema; the tool agent
 loop (``agent.default_agent_loop: tool_agent``) calls it on each tool call, appends the result as a tool turn
 and marks those tokens 0 in ``response_mask``, which is the loss mask stare-rl's registered losses receive.
-Execution: :func:`stare_rl.sandbox.run_python` (fresh interpreter, temporary directory, CPU/memory/file
+Execution: :func:`stare_rl.engines.verl.sandbox.run_python` (fresh interpreter, temporary directory, CPU/memory/file
 limits, wall-clock timeout; not a security boundary — see that module).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from verl.tools.function_tool import function_tool
 
-from stare_rl.sandbox import SandboxLimits, run_python
+from stare_rl.engines.verl.sandbox import SandboxLimits, run_python
 
 LIMITS = SandboxLimits(timeout_s=10.0, cpu_s=10, memory_mb=1024, max_output_chars=4000)
 

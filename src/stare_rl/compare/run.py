@@ -1,0 +1,338 @@
+"""``stare compare``: a grid of methods x seeds of ``stare train`` with identical budgets, then one report.
+
+    stare compare --config src/stare_rl/configs/compare.yaml                # the full grid
+    stare compare --config FILE.yaml --out DIR --seeds 0,1 --methods grpo,stare_o1 --parallel 2
+    stare compare --config FILE.yaml --smoke                                # the file's smoke section
+    stare compare --config FILE.yaml --dry-run                              # list the cells and their state
+
+Every cell is validated by ``stare train``'s own parser before any compute; the shared warm start runs once;
+cells then run as ``stare train`` processes (``--parallel`` at a time, one torch thread each). A finished
+cell (``compare_done.json``) is skipped on a re-run, a cell with a checkpoint resumes from it, anything else
+restarts. The end: ``stare report`` of all runs plus ``results.md`` / ``results.json`` in ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from stare_rl.compare.grid import (
+    CELL_CONFIG,
+    Cell,
+    Grid,
+    cell_state,
+    diagnostic_means,
+    load_grid,
+    mark_done,
+    prepare_cell,
+    restrict,
+    results_markdown,
+    results_table,
+    run_metrics,
+)
+from stare_rl.io.process import PARENT_PID_ENV
+from stare_rl.io.runlog import write_text_atomic
+
+RESULTS_JSON, RESULTS_MD, RUN_INFO = "results.json", "results.md", "compare_run.json"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="stare compare", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Grid file format and results: docs/compare.md.")
+    p.add_argument("--config", required=True, help="grid YAML (e.g. stare_rl/configs/compare.yaml)")
+    p.add_argument("--out", default=None, help="output directory (default: the grid's `out`)")
+    p.add_argument("--seeds", default=None, help="comma-separated seeds, e.g. 0,1,2 (default: the grid's)")
+    p.add_argument("--methods", default=None, help="comma-separated grid method names (default: all)")
+    p.add_argument("--parallel", type=int, default=None, help="cells at once (default: the grid's, 2)")
+    p.add_argument("--smoke", action="store_true", help="apply the grid's smoke section (tiny budget)")
+    p.add_argument("--dry-run", action="store_true", help="validate and list the cells, run nothing")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: report and tabulate the finished cells of the grid")
+    return p
+
+
+def _seed_list(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError as err:
+        raise ValueError(f"--seeds={text!r} must be comma-separated integers") from err
+
+
+def validate_cells(grid: Grid) -> dict[str, Any]:
+    """Parse every method's cell with ``stare train``'s parser (no compute); returns one plan per method."""
+    from stare_rl.train.run import plan_run
+
+    plans = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for method in grid.methods:
+            cfg = Path(tmp) / f"{method}.yaml"
+            import yaml
+
+            cfg.write_text(yaml.safe_dump({**grid.cell_config(method), "seed": grid.seeds[0]}))
+            try:
+                plans[method] = plan_run(["--config", str(cfg), "--config_base", "none",
+                                          "--output_dir", str(Path(tmp) / method)])
+            except ValueError as err:
+                raise ValueError(f"grid method {method!r}: {err}") from err
+    return plans
+
+
+def _starting_model(plan: Any) -> str:
+    """The model a plan starts from: for ``model: tiny`` the cached warm start, called as ``stare train`` does."""
+    ta = plan.task_args
+    if ta.model != "tiny":
+        return str(ta.model)
+    from stare_rl.train.run import torch_threads
+    from stare_rl.train.warmstart import warm_start
+
+    ws = getattr(plan, "warmstart", None)  # stare train's warm-start settings (None: WarmStartConfig defaults)
+    kwargs = {} if ws is None else {"seed": ws.warmstart_seed, "config": ws.warmstart_config()}
+    # the grid's torch_threads, as stare train applies it: the same thread count gives the same cached bits, and
+    # torch's default (every core) thrashes beside the cells of another grid on a small machine
+    with torch_threads(ta.torch_threads):
+        return str(warm_start(ta.task, Path(ta.cache_dir).expanduser(), **{"seed": 0, **kwargs}))
+
+
+def _warm_starts(plans: dict[str, Any]) -> None:
+    """The shared warm start (once per distinct setting), before the cells run in parallel."""
+    done = set()
+    for plan in plans.values():
+        ta = plan.task_args
+        key = (ta.task, ta.cache_dir, repr(getattr(plan, "warmstart", None)))
+        if ta.model == "tiny" and key not in done:
+            print(f"warm start: tiny model on {ta.task} (cached in {ta.cache_dir})", flush=True)
+            print(f"  -> {_starting_model(plan)}", flush=True)
+            done.add(key)
+
+
+def _launch(grid: Grid, cell: Cell) -> tuple[subprocess.Popen, Any, bool, float]:
+    cfg, resume = prepare_cell(grid, cell)
+    # config_base none: a cell is the grid's config on the library defaults, not on stare train's default.yaml
+    argv = [sys.executable, "-m", "stare_rl.cli", "train", "--config", str(cfg), "--config_base", "none",
+            "--output_dir", str(cell.run_dir), "--disable_tqdm", "true"]
+    if resume:
+        argv += ["--resume_from_checkpoint", "last"]
+    # PARENT_PID_ENV: the cell ends when this process dies, even by SIGKILL (cli.exit_with_parent); a re-run
+    # never finds an orphaned cell still writing into the run dir it resumes
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+           "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid())}
+    log = open(cell.run_dir / "train.log", "a")  # noqa: SIM115  (closed when the process ends)
+    log.write(f"$ {shlex.join(argv)}\n")
+    log.flush()
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    return proc, log, resume, time.time()
+
+
+def _headline(cell: Cell) -> str:
+    from stare_rl.analysis.runs import read_run
+
+    run = read_run(cell.run_dir)
+    parts = []
+    if run is not None and run.series.get("actor/entropy"):
+        ent = [v for _, v in run.series["actor/entropy"]]
+        parts.append(f"entropy {ent[0]:.3f} -> {ent[-1]:.3f} (min {min(ent):.3f})")
+    if run is not None and run.eval:
+        parts += [f"{k} {v:.3f}" for k, v in run.eval.items() if k.startswith(("avg@", "pass@"))]
+    return ", ".join(parts)
+
+
+def run_cells(grid: Grid, cells: list[Cell]) -> list[Cell]:
+    """Run the cells ``grid.parallel`` at a time; print a line per finished cell. Returns the failed ones."""
+    pending = list(cells)
+    running: list[tuple[Cell, subprocess.Popen, Any, bool, float]] = []
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops the cells like Ctrl-C
+    failed: list[Cell] = []
+    total, finished = len(cells), 0
+    try:
+        while pending or running:
+            while pending and len(running) < grid.parallel:
+                cell = pending.pop(0)
+                proc, log, resume, t0 = _launch(grid, cell)
+                print(f"start  {cell.name}{' (resuming from its last checkpoint)' if resume else ''}", flush=True)
+                running.append((cell, proc, log, resume, t0))
+            time.sleep(0.5)
+            for item in list(running):
+                cell, proc, log, resume, t0 = item
+                if proc.poll() is None:
+                    continue
+                running.remove(item)
+                log.close()
+                finished += 1
+                wall = time.time() - t0
+                if proc.returncode == 0:
+                    mark_done(cell, {"wall_s": round(wall, 1), "resumed": resume, "finished": time.time()})
+                    print(f"[{finished}/{total}] done   {cell.name} in {wall:.0f} s: {_headline(cell)}", flush=True)
+                else:
+                    failed.append(cell)
+                    tail = (cell.run_dir / "train.log").read_text(errors="replace").splitlines()[-8:]
+                    print(f"[{finished}/{total}] FAILED {cell.name} (exit {proc.returncode}) after {wall:.0f} s; "
+                          f"log {cell.run_dir / 'train.log'}:\n  " + "\n  ".join(tail), flush=True)
+    except KeyboardInterrupt:
+        for cell, proc, log, _, _ in running:  # only the processes this command started
+            proc.terminate()
+            proc.wait()
+            log.close()
+            print(f"interrupted {cell.name}: re-run the same command to resume", flush=True)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return failed
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+REFERENCE = "warm_start"  # the starting model, evaluated like every cell's final model (no RL)
+
+
+def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
+    """Evaluate the shared starting model on each seed's held-out prompts, exactly as ``stare train`` evaluates.
+
+    Uses the first method's plan (the grid gives every method the same model, task and evaluation); the result
+    per seed is cached in ``<out>/reference/warm_start/seed<N>/eval.json``.
+    """
+    import copy
+    import dataclasses
+
+    from stare_rl.train.run import prepare
+
+    plan0 = plans[next(iter(grid.methods))]
+    out: dict[int, Path] = {}
+    for seed in grid.seeds:
+        path = grid.out / "reference" / REFERENCE / f"seed{seed}" / "eval.json"
+        out[seed] = path
+        if path.is_file() or not plan0.task_args.final_eval:
+            continue
+        grpo = copy.copy(plan0.grpo)  # GRPOConfig: set the seed without re-running its __post_init__
+        grpo.seed = seed
+        plan = dataclasses.replace(plan0, grpo=grpo)
+        prep = prepare(plan)
+        ta, grpo = plan.task_args, plan.grpo
+        model_path = _starting_model(plan)
+        from stare_rl.evaluation.heldout import evaluate
+        from stare_rl.io.runlog import write_json_atomic
+
+        result = evaluate(model_path, None, prep.eval_rows, prep.reward_fn, k=ta.eval_k, temperature=grpo.temperature,
+                          top_p=grpo.top_p, max_new_tokens=grpo.max_completion_length, seed=seed, progress=False)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, {"model": model_path, **result})
+        print(f"reference: starting model on seed {seed}'s held-out prompts: avg@{ta.eval_k} "
+              f"{result[f'avg@{ta.eval_k}']:.3f}, pass@{ta.eval_k} {result[f'pass@{ta.eval_k}']:.3f}", flush=True)
+    return out
+
+
+def summarise(grid: Grid, cells: list[Cell],
+              references: dict[int, Path] | None = None) -> tuple[Path | None, dict[str, Any] | None]:
+    """``stare report`` of every cell with metrics, then the results table (markdown + JSON) in ``grid.out``."""
+    from stare_rl.analysis.plots import ENTROPY_KEYS, pick_key
+    from stare_rl.analysis.report import build_report
+    from stare_rl.analysis.runs import read_run
+
+    with_metrics = [c for c in cells if cell_state(c) == "done" and (c.run_dir / "metrics.jsonl").is_file()]
+    if not with_metrics:  # only finished cells are scored: a half-run cell would distort the table
+        return None, None
+    page = build_report([c.run_dir for c in with_metrics], grid.out / "report", band_rel=grid.band)
+    summary = json.loads((page.parent / "summary.json").read_text())
+    rows = {(r["method"], r["seed"]): r for r in summary["runs"]}
+    runs = {c: read_run(c.run_dir) for c in with_metrics}
+    key = pick_key([r for r in runs.values() if r is not None], ENTROPY_KEYS)
+    per_run: dict[str, list[dict[str, float | None]]] = {}
+    for cell, run in runs.items():
+        if run is None or (cell.method, cell.seed) not in rows:
+            continue
+        done = cell.run_dir / "compare_done.json"
+        wall = json.loads(done.read_text()).get("wall_s") if done.is_file() else None
+        entropy = [v for _, v in run.series.get(key, [])] if key else []
+        values = run_metrics(rows[(cell.method, cell.seed)], entropy, grid.target_entropy, grid.band, wall)
+        per_run.setdefault(cell.method, []).append({**values, **diagnostic_means(run.series)})
+    refs = [json.loads(p.read_text()) for p in (references or {}).values() if p.is_file()]
+    if refs:  # the starting model's held-out numbers, first row (no training metrics)
+        ref_rows = [run_metrics({f"eval:{k}": v for k, v in r.items()}, [], None, grid.band) for r in refs]
+        per_run = {REFERENCE: ref_rows, **per_run}
+    results = results_table(per_run, grid)
+    write_text_atomic(grid.out / RESULTS_JSON, json.dumps(results, indent=2))
+    write_text_atomic(grid.out / RESULTS_MD, results_markdown(results))
+    return page, results
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for pkg in ("stare-rl", "torch", "trl", "transformers", "accelerate", "datasets", "matplotlib"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def _record_invocation(grid: Grid, cells: list[Cell], argv: list[str], config: str, ran: list[Cell],
+                       failed: list[Cell], wall_s: float) -> None:
+    """Append this invocation (command, cells run, wall time, versions) to ``compare_run.json`` in ``grid.out``."""
+    path = grid.out / RUN_INFO
+    history = json.loads(path.read_text()).get("invocations", []) if path.is_file() else []
+    scored = [c.name for c in cells if cell_state(c) == "done"]
+    history.append({"command": "stare compare " + shlex.join(argv), "config": str(Path(config).resolve()),
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - wall_s)),
+                    "wall_s": round(wall_s, 1), "ran": [c.name for c in ran], "failed": [c.name for c in failed],
+                    "parallel": grid.parallel, "cpu_count": os.cpu_count()})
+    info = {"cells": len(cells), "scored": scored, "not_scored": [c.name for c in cells if c.name not in scored],
+            "wall_s_total": round(sum(h["wall_s"] for h in history), 1), "versions": _versions(),
+            "invocations": history}
+    write_text_atomic(path, json.dumps(info, indent=2))
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``stare compare``; returns the exit status (2 = bad input, 1 = a cell failed)."""
+    args = _parser().parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        grid = load_grid(args.config, smoke=args.smoke)
+        grid = restrict(grid, methods=args.methods, seeds=_seed_list(args.seeds), out=args.out,
+                        parallel=args.parallel)
+        plans = validate_cells(grid)
+    except ValueError as err:
+        print(f"stare compare: error: {err}", file=sys.stderr)
+        return 2
+    cells = grid.cells()
+    states = {c: cell_state(c) for c in cells}
+    todo = [c for c in cells if states[c] != "done"]
+    print(f"grid: {len(grid.methods)} method(s) x {len(grid.seeds)} seed(s) = {len(cells)} cells in {grid.out}; "
+          f"{len(cells) - len(todo)} finished, {sum(s == 'resume' for s in states.values())} to resume, "
+          f"{parallel_note(grid)}", flush=True)
+    if args.dry_run:
+        for c in cells:
+            print(f"  {c.name:<28} {states[c]:<7} {c.run_dir / CELL_CONFIG}")
+        return 0
+    grid.out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    if not args.report_only:
+        _warm_starts(plans)
+    todo = [] if args.report_only else todo
+    failed = run_cells(grid, todo)
+    references = reference_evals(grid, plans)
+    page, results = summarise(grid, cells, references)
+    _record_invocation(grid, cells, argv, args.config, todo, failed, time.time() - t0)
+    if results is not None:
+        print((grid.out / RESULTS_MD).read_text())
+        print(f"report: {page}\nresults: {grid.out / RESULTS_MD}, {grid.out / RESULTS_JSON}")
+    return 1 if failed else 0
+
+
+def parallel_note(grid: Grid) -> str:
+    return f"{grid.parallel} at a time, one torch thread each"

@@ -1,0 +1,144 @@
+"""Stateful controllers: updated once per generation batch, outside the loss, by the step controller.
+
+- :class:`AdaptiveEntropyCoef`: an adaptive entropy-bonus coefficient for the entropy-bonus baseline.
+
+Method-owned controllers live in their method's package (STARE's gate and schedule:
+:mod:`stare_rl.methods.stare.gate`). Each implements :class:`Controller`: ``update(StepObservation)``, ``context()`` (merged into
+``LossContext.stats``), ``metrics()``, and ``state_dict()`` / ``load_state_dict()`` (plain floats and bools,
+so a resumed run continues exactly). A method declares the controllers it owns at registration;
+:class:`stare_rl.control.step.StepController` drives them. This module is the bottom layer: it imports
+nothing from ``methods/`` or ``engines/``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+from stare_rl.core.types import TokenBatch
+
+
+@dataclass(frozen=True)
+class StepObservation:
+    """What a controller sees once per generation batch, before any update on it.
+
+    Args:
+        entropy: token-mean entropy of the current policy over the whole step batch (all ranks).
+        step: 0-based generation-batch index.
+        batches: this rank's detached micro-batches (for controllers needing more than H).
+        group: process group for all-reduces (None = default / single process).
+    """
+
+    entropy: float
+    step: int
+    batches: tuple[TokenBatch, ...] = ()
+    group: Any = None
+
+
+@runtime_checkable
+class Controller(Protocol):
+    """A per-step controller (see the module docstring)."""
+
+    def update(self, obs: StepObservation) -> None: ...
+
+    def context(self) -> dict[str, Any]: ...
+
+    def metrics(self) -> dict[str, float]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+def _check_entropy(batch_entropy: float) -> float:
+    value = float(batch_entropy)
+    if not math.isfinite(value):
+        # DEVIATION: the STARE reference prints a warning and skips the update; a NaN entropy means the
+        # step is already broken, so we fail loudly instead of silently keeping a stale gate.
+        raise ValueError(f"batch_entropy={batch_entropy} must be finite")
+    return value
+
+
+def _check_non_negative(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f"{name}={value} must be a finite value >= 0")
+
+
+def _sign(x: float) -> float:
+    return float((x > 0) - (x < 0))
+
+
+class AdaptiveEntropyCoef:
+    """Adaptive entropy-bonus coefficient (in the spirit of Skywork-OR1's adaptive entropy control).
+
+    ``c <- clip(c + step * sgn(H_tgt - H), coef_min, coef_max)``: the bonus grows while the entropy is below
+    the target and shrinks above it. Defaults are ours, not a paper's: target 0.3 (STARE's, to compare the
+    baselines at the same target), init 0.001 (verl's historical fixed ``entropy_coeff``), step 5e-4, range
+    [0, 0.01].
+    """
+
+    def __init__(
+        self,
+        target_entropy: float = 0.3,
+        step: float = 5e-4,
+        coef_min: float = 0.0,
+        coef_max: float = 0.01,
+        init: float = 0.001,
+    ) -> None:
+        _check_non_negative("target_entropy", target_entropy)
+        _check_non_negative("step", step)
+        if not (0.0 <= coef_min <= coef_max and math.isfinite(coef_max)):
+            raise ValueError(
+                f"coef_min={coef_min}, coef_max={coef_max} must satisfy 0 <= coef_min <= coef_max"
+            )
+        if not coef_min <= init <= coef_max:
+            raise ValueError(f"init={init} must be in [coef_min={coef_min}, coef_max={coef_max}]")
+        self.target_entropy, self.step = float(target_entropy), float(step)
+        self.coef_min, self.coef_max, self.coef = float(coef_min), float(coef_max), float(init)
+
+    def update(self, obs: StepObservation) -> None:
+        """Move the coefficient one step."""
+        sign = _sign(self.target_entropy - _check_entropy(obs.entropy))
+        self.coef = min(max(self.coef + self.step * sign, self.coef_min), self.coef_max)
+
+    def context(self) -> dict[str, Any]:
+        return {"entropy_coef": self.coef}
+
+    def metrics(self) -> dict[str, float]:
+        return {"entropy_coef": self.coef}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("target_entropy", "step", "coef_min", "coef_max", "coef")}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for k in ("target_entropy", "step", "coef_min", "coef_max", "coef"):
+            setattr(self, k, float(state[k]))
+
+
+def global_token_mean(
+    batches: TokenBatch | Sequence[TokenBatch], attr: str = "entropy", group: Any = None
+) -> float:
+    """Token-mean of ``batch.<attr>`` over the valid tokens of all micro-batches on all ranks.
+
+    The STARE gate's input: the batch token-mean entropy of the whole global batch (0 when nothing is valid).
+    """
+    import torch.distributed as dist
+
+    batches = [batches] if isinstance(batches, TokenBatch) else list(batches)
+    # (sum, count) on the inputs' device: NCCL all-reduces CUDA tensors only
+    device = batches[0].mask.device if batches else torch.device("cpu")
+    total = torch.zeros(2, dtype=torch.float64, device=device)
+    for b in batches:
+        values = getattr(b, attr)
+        if values is None:
+            raise ValueError(f"batch.{attr} is None; global_token_mean needs it")
+        total += torch.stack(
+            [(values.detach().double() * b.mask_f.double()).sum(), b.mask_f.sum().double()]
+        ).to(device)
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(total, group=group)
+    return float(total[0] / total[1]) if float(total[1]) > 0 else 0.0

@@ -1,0 +1,11 @@
+"""verl plugin module: importing it registers every stare-rl method in verl's policy-loss registry.
+
+verl (>= 0.9) imports every ``verl.plugins`` entry point at the end of ``import verl`` (``_ep.load()``: the
+module is imported, nothing is called), so the registration happens here, at import time. verl swallows
+plugin import errors at DEBUG level; ``tests/test_verl_plugin.py`` therefore checks the registry after a
+bare ``import verl`` in a fresh interpreter.
+"""
+
+from stare_rl.engines.verl.adapter import register
+
+REGISTERED: list[str] = register()

@@ -1,0 +1,201 @@
+"""``weight_control: auto``: STARE's re-weighting strength set every step by a PI controller on entropy.
+
+STARE (§4.2-4.4) multiplies the clipped loss of the entropy-critical tokens by W > 1 (L+) and M < 1 (L-),
+and a hard gate (§4.3) switches the re-weighting on below the target entropy. The strength that holds the
+target depends on the model: W 1.1 / M 0.9 at 7B, 1.05 / 0.95 at 14B-32B, W 3 / M 0.2 on our 1M-parameter
+model (docs/compare.md). This controller finds it: one strength ``u = log W >= 0`` (and ``log M = -u``) set
+by a PI law on the relative entropy error, with bounds, a rate limit and anti-windup.
+
+Control law (per generation batch t, before the updates on it; docs/methods.md states the derivation)::
+
+    e_raw = clip((H_tgt - H_t) / H_tgt, -1, 1)                  relative error, > 0 below the target
+    e_t   = beta e_{t-1} + (1 - beta) e_raw   (e_0 = e_raw)     EMA: the batch entropy is noisy
+    I_t   = clip(I_{t-1} + k_i e_t, 0, u_max)                   integral (in units of log W)
+            unless u_{t-1} = u_max and e_t > 0                  (anti-windup: conditional integration)
+    v_t   = k_p e_t + I_t                                       PI demand
+    u_t   = clip(v_t, u_{t-1} - r, u_{t-1} + r) clipped to [0, u_max]      rate limit, then bounds
+    W_t   = exp(u_t) <= w_max,  M_t = max(exp(-u_t), m_min)     (M used by variant C2 only)
+
+It replaces the hard gate by a continuous strength: above the target the P term pulls u down and the
+integral drains (also at u = 0), so W = M = 1 (exactly vanilla, ``gate_on`` False) once the entropy stays
+above the target; below it the strength grows until the entropy stops falling. The papers' hard gate and
+§4.4 schedule stay available unchanged (``weight_control: fixed | paper``).
+
+Bottom layer: imports only :mod:`math` and :mod:`stare_rl.control.base` (no torch maths needed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from stare_rl.control.base import StepObservation
+
+AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
+_NEG_TOL = 1e-6  # entropies this far below 0 are rounding, not bugs
+_EPS = 1e-12  # floor on H_tgt in the relative error: target 0 gives e = -1 above 0 and e = 0 at 0 (no NaN)
+
+
+@dataclass(frozen=True)
+class AutoWeightConfig:
+    """Settings of the ``auto`` weight controller (ours, not the papers'; chosen once, see docs/methods.md).
+
+    The gains are in units of log W per unit relative entropy error. They were derived from a linear model of
+    the tiny arithmetic model's entropy (relative drift ~0.3 % of the target per step, ~0.3 % per step per unit
+    log W): a critically damped loop there, and more damped (and stable) on any model where W acts faster.
+    """
+
+    kp: float = field(
+        default=16.0,
+        metadata={"help": "Proportional gain k_p: log W per unit relative entropy error (e = (H_tgt - H) / H_tgt)."},
+    )
+    ki: float = field(
+        default=0.5,
+        metadata={"help": "Integral gain k_i: log W added per step per unit relative error (sets the held strength)."},
+    )
+    w_max: float = field(
+        default=50.0, metadata={"help": "Upper bound of W (> 1); u = log W is in [0, log w_max]."}
+    )
+    m_min: float = field(
+        default=0.02, metadata={"help": "Lower bound of M in (0, 1]; M = max(1 / W, m_min) (variant C2 only)."}
+    )
+    smoothing: float = field(
+        default=0.5,
+        metadata={"help": "EMA factor beta in [0, 1) on the relative error (0 = none): the batch entropy is noisy."},
+    )
+    rate_limit: float = field(
+        default=0.25, metadata={"help": "Largest change of log W per step (> 0): W moves by at most x e^rate."}
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("kp", "ki"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
+                raise ValueError(f"{name}={value!r} must be a finite number >= 0")
+        if not (isinstance(self.w_max, (int, float)) and math.isfinite(self.w_max) and self.w_max > 1.0):
+            raise ValueError(f"w_max={self.w_max!r} must be a finite number > 1")
+        if not (isinstance(self.m_min, (int, float)) and 0.0 < self.m_min <= 1.0):
+            raise ValueError(f"m_min={self.m_min!r} must be in (0, 1]")
+        if not (isinstance(self.rate_limit, (int, float)) and math.isfinite(self.rate_limit) and self.rate_limit > 0):
+            raise ValueError(f"rate_limit={self.rate_limit!r} must be a finite number > 0")
+        if not (isinstance(self.smoothing, (int, float)) and 0.0 <= self.smoothing < 1.0):
+            raise ValueError(f"smoothing={self.smoothing!r} must be in [0, 1)")
+        if self.kp == 0.0 and self.ki == 0.0:
+            raise ValueError("kp=0 and ki=0: the controller would never re-weight; give one of them > 0")
+
+    @property
+    def u_max(self) -> float:
+        return math.log(self.w_max)
+
+
+class AutoWeightController:
+    """PI controller of STARE's strength ``u = log W`` (and ``log M = -u``) on the batch entropy.
+
+    Implements the :class:`~stare_rl.control.base.Controller` protocol. Context keys (read by ``stare`` and
+    ``stare_sensitivity``): ``reweight_w``, ``reweight_m``, ``gate_on`` (``u > 0``; at ``u = 0`` the method is
+    exactly vanilla either way).
+
+    Args:
+        target_entropy: H_tgt >= 0 (the method config's ``target_entropy``).
+        config: gains and bounds (:class:`AutoWeightConfig`).
+    """
+
+    _STATE_KEYS = ("strength", "integral", "error", "p_term", "entropy", "steps", "saturated_high",
+                   "saturated_low", "rate_limited")
+
+    def __init__(self, target_entropy: float = 0.3, config: AutoWeightConfig | None = None) -> None:
+        if not (isinstance(target_entropy, (int, float)) and math.isfinite(target_entropy) and target_entropy >= 0):
+            raise ValueError(f"target_entropy={target_entropy!r} must be a finite number >= 0")
+        self.target_entropy = float(target_entropy)
+        self.config = config or AutoWeightConfig()
+        self.strength = 0.0  # u = log W in [0, u_max]; starts at W = M = 1 (vanilla)
+        self.integral = 0.0  # I in [0, u_max], units of u
+        self.error = 0.0
+        self.p_term = 0.0
+        self.entropy: float | None = None
+        self.steps = 0
+        self.saturated_high = self.saturated_low = self.rate_limited = False
+
+    @classmethod
+    def from_config(cls, method_config: Any, config: AutoWeightConfig | None = None) -> AutoWeightController:
+        """Start from a STARE-family method config (its ``target_entropy``)."""
+        return cls(method_config.target_entropy, config)
+
+    # ----- the control law -----
+    def relative_error(self, entropy: float) -> float:
+        """``clip((H_tgt - H) / H_tgt, -1, 1)``; 0 when both are 0, -1 for any H > 0 at target 0."""
+        return min(max((self.target_entropy - entropy) / max(self.target_entropy, _EPS), -1.0), 1.0)
+
+    def update(self, obs: StepObservation) -> None:
+        h = float(obs.entropy)
+        if not math.isfinite(h) or h < -_NEG_TOL:
+            raise ValueError(f"entropy={obs.entropy!r} must be a finite value >= 0 (step {obs.step})")
+        h = max(h, 0.0)  # a token-mean of float entropies of near-deterministic states can round below 0
+        cfg, u_prev = self.config, self.strength
+        u_max = cfg.u_max
+        raw = self.relative_error(h)
+        # EMA of the error (the first step takes the raw error: no bias towards 0)
+        e = raw if self.steps == 0 else cfg.smoothing * self.error + (1.0 - cfg.smoothing) * raw
+        # anti-windup (conditional integration): while held at the top bound, a positive error adds nothing
+        if not (u_prev >= u_max and e > 0.0):
+            self.integral = min(max(self.integral + cfg.ki * e, 0.0), u_max)
+        p = cfg.kp * e
+        demand = p + self.integral  # v_t
+        lo, hi = u_prev - cfg.rate_limit, u_prev + cfg.rate_limit
+        u = min(max(demand, lo), hi)
+        self.rate_limited = u != demand
+        u = min(max(u, 0.0), u_max)
+        self.strength, self.error, self.p_term, self.entropy = u, e, p, h
+        self.saturated_high, self.saturated_low = u >= u_max, u <= 0.0
+        self.steps += 1
+
+    # ----- outputs -----
+    @property
+    def reweight_w(self) -> float:
+        return min(math.exp(self.strength), self.config.w_max)
+
+    @property
+    def reweight_m(self) -> float:
+        return max(math.exp(-self.strength), self.config.m_min)
+
+    def context(self) -> dict[str, Any]:
+        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m, "gate_on": self.strength > 0.0}
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "reweight_w": self.reweight_w,
+            "reweight_m": self.reweight_m,
+            "gate_on": float(self.strength > 0.0),
+            "auto_strength": self.strength,
+            "auto_error": self.error,
+            "auto_integral": self.integral,
+            "auto_p_term": self.p_term,
+            "auto_i_term": self.integral,
+            "auto_target": self.target_entropy,
+            "auto_saturated_high": float(self.saturated_high),
+            "auto_saturated_low": float(self.saturated_low),
+            "auto_rate_limited": float(self.rate_limited),
+        }
+
+    # ----- state (JSON-able, exact) -----
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {k: getattr(self, k) for k in self._STATE_KEYS}
+        state["target_entropy"] = self.target_entropy
+        state["config"] = dataclasses.asdict(self.config)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        saved = AutoWeightConfig(**state["config"])
+        if saved != self.config or float(state["target_entropy"]) != self.target_entropy:
+            raise ValueError(
+                f"auto weight controller state was saved with target_entropy={state['target_entropy']}, "
+                f"{saved}; this run has target_entropy={self.target_entropy}, {self.config}"
+            )
+        self.strength, self.integral = float(state["strength"]), float(state["integral"])
+        self.error, self.p_term = float(state["error"]), float(state["p_term"])
+        self.entropy = None if state["entropy"] is None else float(state["entropy"])
+        self.steps = int(state["steps"])
+        for k in ("saturated_high", "saturated_low", "rate_limited"):
+            setattr(self, k, bool(state[k]))

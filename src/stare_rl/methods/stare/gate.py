@@ -1,0 +1,114 @@
+"""STARE's controllers: the closed-loop target-entropy gate (STARE §4.3) and the adaptive W/M schedule (§4.4).
+
+Both implement :class:`stare_rl.control.base.Controller` and are declared by the ``stare`` method at registration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stare_rl.control.base import StepObservation, _check_entropy, _check_non_negative, _sign
+
+GATE = "gate"  # name of the STARE gate among a gated method's controllers (keys its saved state)
+
+
+class StareGate:
+    """STARE §4.3 closed-loop gate: on while the batch token-mean entropy is below the target.
+
+    Args:
+        target_entropy: H_tgt (the STARE config's ``target_entropy``, paper default 0.3).
+
+    ``gate_on`` is ``None`` before the first update (methods treat ``None`` as on, like the reference).
+    """
+
+    def __init__(self, target_entropy: float = 0.3) -> None:
+        _check_non_negative("target_entropy", target_entropy)
+        self.target_entropy = float(target_entropy)
+        self.gate_on: bool | None = None
+        self.last_entropy: float | None = None
+
+    def update(self, obs: StepObservation) -> None:
+        """Set the gate from this step's token-mean entropy over the whole global batch."""
+        h = _check_entropy(obs.entropy)
+        self.last_entropy = h
+        self.gate_on = bool(h < self.target_entropy)
+
+    def context(self) -> dict[str, Any]:
+        return {"gate_on": self.gate_on}
+
+    def metrics(self) -> dict[str, float]:
+        return {} if self.gate_on is None else {"gate_on": float(self.gate_on)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "target_entropy": self.target_entropy,
+            "gate_on": self.gate_on,
+            "last_entropy": self.last_entropy,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.target_entropy = float(state["target_entropy"])
+        self.gate_on = None if state["gate_on"] is None else bool(state["gate_on"])
+        self.last_entropy = None if state["last_entropy"] is None else float(state["last_entropy"])
+
+
+class StareWeightSchedule:
+    """STARE §4.4 adaptive W/M schedule (a sign controller on the entropy error).
+
+    ``W <- clip(W + alpha * sgn(H_tgt - H), 1, w_max)`` and ``M <- clip(M - alpha * sgn(H_tgt - H), m_min, 1)``:
+    below the target W grows and M shrinks by alpha per step, above it they relax back towards 1 (no
+    re-weighting), and at the target they stay. Defaults (alpha 0.01, w_max 1.5, m_min 0.5) are the STARE
+    run script's; the reference keeps W/M only in memory (lost on resume), here they are in ``state_dict``.
+
+    Args:
+        reweight_w, reweight_m: initial W and M (the STARE config's values).
+        target_entropy: H_tgt.
+        alpha: step size >= 0 (0 = static weights).
+        w_max: upper bound of W (>= reweight_w).
+        m_min: lower bound of M (in (0, reweight_m]).
+    """
+
+    def __init__(
+        self,
+        reweight_w: float = 1.1,
+        reweight_m: float = 0.9,
+        target_entropy: float = 0.3,
+        alpha: float = 0.01,
+        w_max: float = 1.5,
+        m_min: float = 0.5,
+    ) -> None:
+        _check_non_negative("alpha", alpha)
+        if not 1.0 <= reweight_w <= w_max:
+            raise ValueError(f"reweight_w={reweight_w} must be in [1, w_max={w_max}]")
+        if not 0.0 < m_min <= reweight_m <= 1.0:
+            raise ValueError(f"reweight_m={reweight_m} must be in [m_min={m_min}, 1] with m_min > 0")
+        _check_non_negative("target_entropy", target_entropy)
+        self.target_entropy = float(target_entropy)
+        self.alpha, self.w_max, self.m_min = float(alpha), float(w_max), float(m_min)
+        self.reweight_w, self.reweight_m = float(reweight_w), float(reweight_m)
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> StareWeightSchedule:
+        """Start from a STARE-style config's W, M and target, with its ``weight_alpha/w_max/m_min``."""
+        return cls(cfg.reweight_w, cfg.reweight_m, cfg.target_entropy, cfg.weight_alpha, cfg.weight_w_max,
+                   cfg.weight_m_min)
+
+    def update(self, obs: StepObservation) -> None:
+        """Move W and M one step from this step's batch entropy."""
+        sign = _sign(self.target_entropy - _check_entropy(obs.entropy))  # +1 below target: intensify
+        self.reweight_w = min(max(self.reweight_w + self.alpha * sign, 1.0), self.w_max)
+        self.reweight_m = min(max(self.reweight_m - self.alpha * sign, self.m_min), 1.0)
+
+    def context(self) -> dict[str, Any]:
+        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m}
+
+    def metrics(self) -> dict[str, float]:
+        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m}
+
+    def state_dict(self) -> dict[str, Any]:
+        keys = ("target_entropy", "alpha", "w_max", "m_min", "reweight_w", "reweight_m")
+        return {k: getattr(self, k) for k in keys}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for k in ("target_entropy", "alpha", "w_max", "m_min", "reweight_w", "reweight_m"):
+            setattr(self, k, float(state[k]))

@@ -1,0 +1,407 @@
+"""``stare``: surprisal-targeted advantage re-weighting with a closed-loop entropy gate (STARE).
+
+STARE (Luo et al., "Surprisal-Guided Token-Level Advantage Reweighting for Policy Entropy Stability"):
+inside each advantage sign, the top-P fraction of tokens by surprisal ``s = -log pi(a)`` are the
+entropy-critical sets L+ (A > 0) and L- (A < 0). While the batch entropy is below a target (the gate, a
+controller in :mod:`stare_rl.control.base`), the clipped per-token loss is multiplied by W > 1 on L+ (variant O1)
+and additionally by M < 1 on L- (variant C2); everything else keeps weight 1.
+
+Traits (declared at registration): gated (the §4.3 gate; the §4.4 W/M schedule with ``weight_control='paper'``;
+with ``weight_control='auto'`` this project's PI controller of W/M, :mod:`stare_rl.methods.stare.auto`, replaces the
+gate), global statistics (surprisal thresholds) with ``selection_scope='global'``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+
+import torch
+
+from stare_rl.control.base import Controller
+from stare_rl.core.registry import GlobalStats, register_method
+from stare_rl.core.selection import (
+    SELECTION_SCOPES,
+    count_true,
+    select_top_fraction,
+    top_fraction_threshold,
+    topk_count,
+)
+from stare_rl.core.surrogate import SurrogateConfig, TokenSigns, clipped_surrogate, token_signs
+from stare_rl.core.tokens import surprisal
+from stare_rl.core.types import LossContext, LossOutput, TokenBatch
+from stare_rl.methods.stare.auto import AUTO, AutoWeightConfig, AutoWeightController
+from stare_rl.methods.stare.gate import GATE, StareGate, StareWeightSchedule
+
+STARE_VARIANTS = ("O1", "C2")
+SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
+WEIGHT_CONTROLS = ("fixed", "paper", "auto")
+_AUTO_DEFAULTS = AutoWeightConfig()  # the auto controller's defaults live there, once
+
+
+@dataclass(frozen=True)
+class StareControlFields:
+    """The fields every STARE-style config shares: W and M, the gate's target (§4.3) and the W/M control (§4.4)."""
+
+    reweight_w: float = field(
+        default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."}
+    )
+    reweight_m: float = field(
+        default=0.9, metadata={"help": "M in (0, 1]: weight of L- tokens while the gate is on (C2 only)."}
+    )
+    target_entropy: float = field(
+        default=0.3,
+        metadata={
+            "help": "H_tgt >= 0: the gate is on while the batch token-mean entropy is below it (§4.3)."
+        },
+    )
+    weight_control: str = field(
+        default="fixed",
+        metadata={
+            "help": "fixed: W and M stay at reweight_w / reweight_m. paper: STARE §4.4 adaptive schedule, W and M "
+            "move by weight_alpha per step from the entropy error (the STARE run script's switch). auto: this "
+            "project's PI controller sets log W = -log M every step from the entropy error and replaces the hard "
+            "gate (W = M = 1 above the target); reweight_w / reweight_m are then unused (docs/methods.md)."
+        },
+    )
+    weight_alpha: float = field(
+        default=0.01, metadata={"help": "§4.4 schedule step per generation batch (STARE run script: 0.01)."}
+    )
+    weight_w_max: float = field(
+        default=1.5, metadata={"help": "§4.4 schedule upper bound of W (STARE run script: 1.5)."}
+    )
+    weight_m_min: float = field(
+        default=0.5, metadata={"help": "§4.4 schedule lower bound of M (STARE run script: 0.5)."}
+    )
+    # weight_control='auto' (ours, not the paper's): defaults chosen once on the tiny arithmetic model
+    auto_kp: float = field(
+        default=_AUTO_DEFAULTS.kp,
+        metadata={"help": f"auto: proportional gain, log W per unit relative entropy error (default {_AUTO_DEFAULTS.kp})."},
+    )
+    auto_ki: float = field(
+        default=_AUTO_DEFAULTS.ki,
+        metadata={"help": f"auto: integral gain, log W per step per unit relative error (default {_AUTO_DEFAULTS.ki})."},
+    )
+    auto_smoothing: float = field(
+        default=_AUTO_DEFAULTS.smoothing,
+        metadata={"help": f"auto: EMA factor in [0, 1) on the entropy error (default {_AUTO_DEFAULTS.smoothing})."},
+    )
+    auto_rate_limit: float = field(
+        default=_AUTO_DEFAULTS.rate_limit,
+        metadata={"help": f"auto: largest change of log W per step (default {_AUTO_DEFAULTS.rate_limit})."},
+    )
+    auto_w_max: float = field(
+        default=_AUTO_DEFAULTS.w_max, metadata={"help": f"auto: upper bound of W, > 1 (default {_AUTO_DEFAULTS.w_max})."}
+    )
+    auto_m_min: float = field(
+        default=_AUTO_DEFAULTS.m_min,
+        metadata={"help": f"auto: lower bound of M in (0, 1]; M = max(1 / W, auto_m_min) (default {_AUTO_DEFAULTS.m_min})."},
+    )
+
+
+@dataclass(frozen=True)
+class StareConfig(StareControlFields):
+    """STARE hyper-parameters; defaults are the paper's 7B recipe (STARE README / run script, §5).
+
+    For 14B/32B models the authors recommend the milder ``reweight_w=1.05, reweight_m=0.95``.
+    """
+
+    variant: str = field(
+        default="O1",
+        metadata={"help": "O1: W on L+ only (the paper's default). C2: W on L+ and M on L- (two-sided)."},
+    )
+    top_p_ratio: float = field(
+        default=0.1,
+        metadata={"help": "P in [0, 1]: fraction of each advantage-sign set selected by surprisal."},
+    )
+    selection_scope: str = field(
+        default="batch",
+        metadata={
+            "help": "micro_batch (alias batch): select inside the batch handed to the loss (reference). "
+            "global: the engine gathers "
+            "surprisals of the whole global batch and passes thresholds through LossContext."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        check_stare_fields(self)
+        if self.selection_scope not in SCOPES:
+            raise ValueError(f"selection_scope={self.selection_scope!r} is not one of {list(SCOPES)}")
+
+
+def check_stare_fields(cfg: object) -> None:
+    """Validate (and normalise the variant of) a frozen STARE-style config: variant, P, W, M, H_tgt, W/M control."""
+    variant = str(cfg.variant).upper()  # type: ignore[attr-defined]
+    if variant not in STARE_VARIANTS:
+        raise ValueError(f"variant={cfg.variant!r} is not one of {list(STARE_VARIANTS)}")  # type: ignore[attr-defined]
+    object.__setattr__(cfg, "variant", variant)
+    if not 0.0 <= cfg.top_p_ratio <= 1.0:  # type: ignore[attr-defined]
+        raise ValueError(f"top_p_ratio={cfg.top_p_ratio} must be in [0, 1]")  # type: ignore[attr-defined]
+    check_stare_weights(cfg.reweight_w, cfg.reweight_m)  # type: ignore[attr-defined]
+    if not cfg.target_entropy >= 0.0:  # type: ignore[attr-defined]
+        raise ValueError(f"target_entropy={cfg.target_entropy} must be >= 0")  # type: ignore[attr-defined]
+    if cfg.weight_control not in WEIGHT_CONTROLS:  # type: ignore[attr-defined]
+        raise ValueError(f"weight_control={cfg.weight_control!r} is not one of {list(WEIGHT_CONTROLS)}")  # type: ignore[attr-defined]
+    if cfg.weight_control == "paper":  # type: ignore[attr-defined]
+        try:
+            StareWeightSchedule.from_config(cfg)
+        except ValueError as err:  # name the config fields, not the controller's arguments
+            raise ValueError(f"weight_control='paper': {err} (weight_alpha / weight_w_max / weight_m_min)") from err
+    auto_weight_config(cfg)  # validates the auto_* fields whatever the mode: a typo fails before a long run
+
+
+def auto_weight_config(cfg: object) -> AutoWeightConfig:
+    """The :class:`~stare_rl.methods.stare.auto.AutoWeightConfig` of a STARE-style config's ``auto_*`` fields."""
+    names = ("kp", "ki", "smoothing", "rate_limit", "w_max", "m_min")
+    try:
+        return AutoWeightConfig(**{n: getattr(cfg, f"auto_{n}") for n in names})
+    except ValueError as err:  # name the config fields (auto_kp=...), not the controller's arguments
+        raise ValueError(re.sub(rf"\b({'|'.join(names)})=", r"auto_\1=", str(err))) from err
+
+
+def stare_controllers(cfg: object) -> dict[str, Controller]:
+    """A STARE-style config's controllers: the §4.3 gate, plus the §4.4 W/M schedule when ``weight_control='paper'``;
+    with ``weight_control='auto'`` only the PI controller, which sets ``gate_on``, ``reweight_w`` and ``reweight_m``."""
+    if cfg.weight_control == "auto":  # type: ignore[attr-defined]
+        return {AUTO: AutoWeightController(cfg.target_entropy, auto_weight_config(cfg))}  # type: ignore[attr-defined]
+    ctrls: dict[str, Controller] = {GATE: StareGate(cfg.target_entropy)}  # type: ignore[attr-defined]
+    if cfg.weight_control == "paper":  # type: ignore[attr-defined]
+        ctrls["schedule"] = StareWeightSchedule.from_config(cfg)
+    return ctrls
+
+
+def check_stare_weights(reweight_w: float, reweight_m: float) -> None:
+    """Raise ValueError unless W >= 1 and 0 < M <= 1 (used by the config and the adaptive schedule)."""
+    if not reweight_w >= 1.0:
+        raise ValueError(f"reweight_w={reweight_w} must be >= 1 (W amplifies L+)")
+    if not 0.0 < reweight_m <= 1.0:
+        raise ValueError(f"reweight_m={reweight_m} must be in (0, 1] (M attenuates L-)")
+
+
+def stare_selection(
+    batch: TokenBatch, cfg: StareConfig, ctx: LossContext, signs: TokenSigns | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The candidate sets T+/T- and the entropy-critical sets L+/L- (STARE §4.1).
+
+    Returns:
+        ``(t_plus, t_minus, l_plus, l_minus)``, all ``(B, T)`` bool. ``l_minus`` is all False for O1.
+
+    Notes:
+        Batch scope: k = ceil(P * |T|) of this batch (at least 1, 0 when P = 0 or T is empty), exactly k tokens
+        (ties ranked by ``torch.topk``). Global scope (``surprisal_threshold_pos/neg`` in ``ctx`` given): tokens with
+        ``s >= threshold``; the thresholds come from :func:`stare_global_thresholds` on the global batch.
+        The largest surprisal ``s = -log pi`` is the smallest log pi: the selection runs on log pi directly
+        (no surprisal tensor), with ``s >= t`` as ``log pi <= -t`` (negation is exact).
+    """
+    signs = token_signs(batch.advantages, batch.mask) if signs is None else signs
+    return _select(batch, cfg, ctx, signs)[:4]
+
+
+def _select(
+    batch: TokenBatch, cfg: StareConfig, ctx: LossContext, signs: TokenSigns
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, tuple[int, int, int, int]]:
+    """:func:`stare_selection` plus the counts ``(|T+|, |T-|, |L+|, |L-|)`` it already knows (no recount)."""
+    t_plus, t_minus = signs.positive, signs.negative  # (B, T) A == 0 is in neither set
+    n_pos, n_neg = count_true(t_plus), count_true(t_minus)
+    with torch.no_grad():
+        lp = batch.log_prob.detach()  # (B, T) selection only
+        l_plus, k_plus = _top_surprisal(lp, t_plus, n_pos, cfg.top_p_ratio, ctx.get("surprisal_threshold_pos"))
+        if cfg.variant == "C2":
+            l_minus, k_minus = _top_surprisal(lp, t_minus, n_neg, cfg.top_p_ratio,
+                                              ctx.get("surprisal_threshold_neg"))
+        else:
+            l_minus, k_minus = torch.zeros_like(t_minus), 0
+    return t_plus, t_minus, l_plus, l_minus, (n_pos, n_neg, k_plus, k_minus)
+
+
+def _top_surprisal(
+    log_prob: torch.Tensor, candidates: torch.Tensor, n_candidates: int, ratio: float, threshold: float | None
+) -> tuple[torch.Tensor, int]:
+    """``(B, T)`` bool: the top ``ratio`` fraction of candidates by surprisal (= smallest log pi), and its size."""
+    if threshold is None:  # batch scope: exactly k = topk_count(ratio, n) tokens (ties ranked)
+        mask = select_top_fraction(log_prob, candidates, ratio, "ceil", largest=False, n_candidates=n_candidates)
+        return mask, topk_count(ratio, n_candidates, "ceil")
+    mask = select_top_fraction(log_prob, candidates, ratio, "ceil", -float(threshold), largest=False)  # s >= t
+    return mask, count_true(mask)
+
+
+def resolve_weights(cfg: object, ctx: LossContext) -> tuple[float, float]:
+    """(W, M) in force: the adaptive schedule's values from ``ctx`` when given, else the config's."""
+    w = float(ctx.get("reweight_w", cfg.reweight_w))  # type: ignore[attr-defined]
+    m = float(ctx.get("reweight_m", cfg.reweight_m))  # type: ignore[attr-defined]
+    check_stare_weights(w, m)
+    return w, m
+
+
+def gated_weighted_surrogate(
+    batch: TokenBatch,
+    cfg: object,
+    surrogate: SurrogateConfig,
+    ctx: LossContext,
+    signs: TokenSigns,
+    l_plus: torch.Tensor,
+    l_minus: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor], bool, float, float]:
+    """STARE §4.2-4.3 weight/gate step shared by STARE-style methods: W on L+, M on L-, gate off = vanilla.
+
+    Returns:
+        ``(token_loss, weights, surrogate metrics, gate_on, W, M)``; weights are ``(B, T)`` (1 on padding).
+    """
+    w, m = resolve_weights(cfg, ctx)
+    gate_on = bool(ctx.get("gate_on", True))  # STARE §4.3: gate from the controller (None = on)
+    if gate_on:  # STARE §4.2: W on L+, M on L- (C2), 1 elsewhere (padding included)
+        weights = _stare_weights(l_plus, l_minus, w, m, cfg.variant, batch.log_prob.dtype)  # type: ignore[attr-defined]
+        # the weights are folded into -A inside the surrogate: token_loss = weights * clipped loss
+        token_loss, metrics = clipped_surrogate(
+            batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate,
+            weights=weights, signs=signs,
+        )
+    else:  # gate off: exactly vanilla
+        token_loss, metrics = clipped_surrogate(
+            batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate, signs=signs
+        )
+        weights = torch.ones_like(token_loss).detach()
+    return token_loss, weights, metrics, gate_on, w, m
+
+
+def _stare_candidates(batch: TokenBatch, cfg: StareConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    return stare_candidate_values(batch)
+
+
+def _stare_reduce(slots: tuple[torch.Tensor, ...], cfg: StareConfig) -> dict[str, float | None]:
+    return stare_global_thresholds(slots[0], slots[1], cfg)
+
+
+@register_method(
+    "stare",
+    StareConfig,
+    gated=True,
+    global_stats=GlobalStats(_stare_candidates, _stare_reduce, enabled=lambda cfg: cfg.selection_scope == "global"),
+    controllers=stare_controllers,
+)
+def stare_loss(
+    batch: TokenBatch, cfg: StareConfig, surrogate: SurrogateConfig, ctx: LossContext
+) -> LossOutput:
+    """STARE: the dual-clip PPO surrogate with gated surprisal-targeted token weights (STARE §4).
+
+    Objective (token-mean): ``J = (1/N) sum_t omega_t * min(r_t A_t, clip(r_t) A_t)`` with
+    ``omega = W`` on L+, ``M`` on L- (C2), 1 elsewhere, and ``omega = 1`` everywhere while the gate is off.
+
+    Args:
+        batch: ``(B, T)`` tensors; entropy is not used (selection is by surprisal).
+        cfg: :class:`StareConfig`.
+        surrogate: clip settings shared with vanilla.
+        ctx: stats ``gate_on`` (None = on; the gate controller), ``reweight_w`` / ``reweight_m`` (the §4.4
+            schedule), ``surprisal_threshold_pos`` / ``surprisal_threshold_neg`` (global scope).
+
+    Returns:
+        per-token loss ``omega * clipped_loss``; ``token_weights`` omega (1 on padding, no gradient); masks
+        ``l_plus`` and ``l_minus``; metrics of the selection.
+
+    Notes:
+        The gate and W/M are per update (controllers, computed outside). The selection is per batch handed
+        in unless global thresholds are given (``selection_scope="global"``). Weights multiply the loss
+        after clipping, and token-mean still divides by the number of valid tokens (not the sum of weights).
+    """
+    signs = token_signs(batch.advantages, batch.mask)  # (B, T) masks shared with the surrogate
+    t_plus, t_minus, l_plus, l_minus, counts = _select(batch, cfg, ctx, signs)
+    token_loss, weights, metrics, gate_on, w, m = gated_weighted_surrogate(
+        batch, cfg, surrogate, ctx, signs, l_plus, l_minus
+    )
+    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, counts, signs.valid))
+    return LossOutput(
+        token_loss=token_loss,
+        token_weights=weights,
+        metrics=metrics,
+        masks={"l_plus": l_plus, "l_minus": l_minus},
+    )
+
+
+def _stare_weights(
+    l_plus: torch.Tensor, l_minus: torch.Tensor, w: float, m: float, variant: str, dtype: torch.dtype
+) -> torch.Tensor:
+    """``(B, T)`` omega: W on L+, M on L- (C2 only), 1 elsewhere; no gradient.
+
+    Arithmetic ``1 + (W - 1) 1[L+] (+ (M - 1) 1[L-])`` on a uint8 view of the masks: on CPU ~5x cheaper than
+    ``where`` / ``masked_fill``; used only where ``1 + (x - 1)`` rounds back to exactly ``x`` in ``dtype``.
+    """
+    dev = l_plus.device
+    c2 = variant == "C2"
+    if not (_one_plus_exact(w, dtype) and (not c2 or _one_plus_exact(m, dtype))):
+        weights = torch.where(l_plus, torch.tensor(w, dtype=dtype, device=dev), torch.tensor(1.0, dtype=dtype, device=dev))
+        if c2:
+            weights.masked_fill_(l_minus, m)  # in place on the fresh tensor
+        return weights
+    weights = l_plus.view(torch.uint8).to(dtype).mul_(w - 1.0).add_(1.0)  # (B, T) W on L+, 1 elsewhere
+    if c2:  # L- is disjoint from L+: 1 + (M - 1) there
+        weights.add_(l_minus.view(torch.uint8).to(dtype).mul_(m - 1.0))
+    return weights
+
+
+@functools.lru_cache(maxsize=64)
+def _one_plus_exact(x: float, dtype: torch.dtype) -> bool:
+    """Whether ``1 + (x - 1)`` computed in ``dtype`` (as the weights are) equals ``x`` in ``dtype`` exactly."""
+    one = torch.ones(1, dtype=dtype).mul_(x - 1.0).add_(1.0)
+    return bool(one[0] == torch.tensor(x, dtype=dtype))
+
+
+def _stare_metrics(
+    batch: TokenBatch,
+    cfg: StareConfig,
+    gate_on: bool,
+    w: float,
+    m: float,
+    counts: tuple[int, int, int, int],
+    valid: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """Detached scalar metrics from the selection's counts ``(|T+|, |T-|, |L+|, |L-|)``; fractions are over the
+    valid tokens of this batch."""
+    dev, dt = batch.log_prob.device, batch.log_prob.dtype
+    n_valid = count_true(batch.mask > 0) if valid is None else count_true(valid)  # bool counts are cheap
+    n_pos, n_neg, k_plus, k_minus = counts
+    denom = float(max(n_valid, 1))
+    weight_sum = n_valid + ((w - 1.0) * k_plus + (m - 1.0) * k_minus if gate_on else 0.0)
+    values = {
+        "gate_on": float(gate_on),
+        "reweight_w": w,
+        "reweight_m": m,
+        "top_p_ratio": cfg.top_p_ratio,
+        "n_pos_candidates": n_pos,
+        "n_neg_candidates": n_neg,
+        "k_plus": k_plus,
+        "k_minus": k_minus,
+        "pos_candidate_frac": n_pos / denom,
+        "neg_candidate_frac": n_neg / denom,
+        "l_plus_frac": k_plus / denom,
+        "l_minus_frac": k_minus / denom,
+        "mean_weight": weight_sum / denom,  # mean of the weights over valid tokens
+    }
+    scalars = torch.tensor([float(v) for v in values.values()], dtype=dt, device=dev).unbind()  # one allocation
+    return dict(zip(values, scalars, strict=True))
+
+
+def stare_global_thresholds(
+    surprisals_pos: torch.Tensor, surprisals_neg: torch.Tensor, cfg: StareConfig
+) -> dict[str, float | None]:
+    """Global-scope STARE thresholds from the surprisals of the *whole* global batch (pure).
+
+    Args:
+        surprisals_pos: 1-D surprisals of all valid A > 0 tokens of the global batch (any order).
+        surprisals_neg: 1-D surprisals of all valid A < 0 tokens.
+        cfg: the STARE config (P and variant).
+
+    Returns:
+        ``{"surprisal_threshold_pos": .., "surprisal_threshold_neg": ..}`` for :class:`LossContext`;
+        ``inf`` selects nothing; the negative threshold is ``None`` for O1 (unused).
+    """
+    pos = top_fraction_threshold(surprisals_pos, cfg.top_p_ratio, "ceil")
+    neg = top_fraction_threshold(surprisals_neg, cfg.top_p_ratio, "ceil") if cfg.variant == "C2" else None
+    return {"surprisal_threshold_pos": pos, "surprisal_threshold_neg": neg}
+
+
+def stare_candidate_values(batch: TokenBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """1-D surprisals of this batch's valid A > 0 and A < 0 tokens (what an engine gathers across ranks)."""
+    s = surprisal(batch.log_prob)
+    valid = batch.valid
+    return s[valid & (batch.advantages > 0)], s[valid & (batch.advantages < 0)]

@@ -1,0 +1,353 @@
+"""Checks ``stare train`` makes before any compute: command-line tokens, config value types, numbers that
+TRL accepts but cannot train with, the output directory, and the data against the model and the reward.
+
+Every check raises one ``ValueError`` whose message names the field (or the row) and the value; the command
+turns it into ``stare train: error: ...`` and exit status 2, before a run directory or a warm start exists.
+Checks that cannot be decided up front (a reward that is always 0, NaN rewards) live in
+:mod:`stare_rl.engines.trl.watch` and warn during training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import random
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from stare_rl.train.config import DICT_FIELDS as _DICT_FIELDS
+
+MAX_LISTED = 5  # rows / characters named in one message
+
+
+# ----- command line and config values -----
+def join_negative_values(argv: Sequence[str]) -> list[str]:
+    """``--flag -1e-4`` -> ``--flag=-1e-4``: argparse reads ``-1e-4`` (or ``-inf``) as an option otherwise."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if tok.startswith("--") and "=" not in tok and nxt is not None and nxt.startswith("-") and _is_number(nxt):
+            out.append(f"{tok}={nxt}")
+            i += 2
+        else:
+            out.append(tok)
+            i += 1
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def raise_instead_of_exit(parser: argparse.ArgumentParser) -> None:
+    """argparse errors become one-line ``ValueError`` s (no 200-line usage dump, no ``SystemExit``)."""
+
+    def error(message: str) -> None:
+        raise ValueError(_argparse_message(message))
+
+    parser.error = error  # type: ignore[method-assign]
+
+
+def _argparse_message(message: str) -> str:
+    # "argument --learning_rate/--learning-rate: invalid float value: 'x'" -> "--learning_rate: invalid ..."
+    if message.startswith("argument "):
+        head, _, rest = message[len("argument "):].partition(": ")
+        return f"{head.split('/')[0]}: {rest} (on the command line)"
+    return message
+
+
+def coerce_config_values(values: dict[str, Any], parser: Any, origin: dict[str, str]) -> dict[str, Any]:
+    """Config-file values converted the way argparse converts flags, so a wrong type is named up front.
+
+    Args:
+        values: ``{field: value}`` from the YAML file(s).
+        parser: the ``HfArgumentParser`` of the run.
+        origin: ``{field: file it came from}`` for the message.
+
+    Returns:
+        The converted values, ready for ``parser.set_defaults``.
+    """
+    actions = {a.dest: a for a in parser._actions}
+    fields = {f.name: f for dc in parser.dataclass_types for f in dataclasses.fields(dc)}
+    out = {}
+    for key, value in values.items():
+        action, where = actions.get(key), origin.get(key, "the config")
+        if action is None or key in _DICT_FIELDS:
+            out[key] = value
+            continue
+        if value is None:
+            fld = fields.get(key)
+            if fld is not None and fld.default is not None and "None" not in str(fld.type) and "Optional" not in str(
+                fld.type
+            ):
+                raise ValueError(f"{key}=null in {where}: a value is required ({_expected(action)})")
+            out[key] = None
+            continue
+        if action.nargs in ("+", "*"):
+            items = value if isinstance(value, list) else [value]
+            out[key] = [_convert(key, v, action, where) for v in items]
+        elif isinstance(value, list | dict):
+            raise ValueError(f"{key}={value!r} in {where}: expected a single value ({_expected(action)}), "
+                             f"got a {type(value).__name__}")
+        else:
+            out[key] = _convert(key, value, action, where)
+    return out
+
+
+def _expected(action: argparse.Action) -> str:
+    if action.choices:
+        return f"one of {list(action.choices)}"
+    if action.nargs == 0 or getattr(action.type, "__name__", "") == "string_to_bool":
+        return "true or false"
+    return f"a {getattr(action.type, '__name__', 'value')}" if action.type in (int, float, str) else "a value"
+
+
+def _convert(key: str, value: Any, action: argparse.Action, where: str) -> Any:
+    wants_bool = action.nargs == 0 or getattr(action.type, "__name__", "") == "string_to_bool"
+    if wants_bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
+            return value.lower() in ("true", "yes", "1")
+        raise ValueError(f"{key}={value!r} in {where}: expected true or false")
+    if action.type is int and (isinstance(value, bool) or isinstance(value, float)):
+        raise ValueError(f"{key}={value!r} in {where}: expected an integer")
+    if action.type is float and isinstance(value, bool):
+        raise ValueError(f"{key}={value!r} in {where}: expected a number")
+    if action.type is str and isinstance(value, bool):
+        raise ValueError(f"{key}={value!r} in {where}: expected a string, got a boolean (quote it)")
+    if action.type is None:
+        return value
+    try:
+        converted = action.type(value if isinstance(value, str) else str(value))
+    except (TypeError, ValueError, argparse.ArgumentTypeError) as err:
+        raise ValueError(f"{key}={value!r} in {where}: expected {_expected(action)}") from err
+    if action.choices and converted not in action.choices:
+        raise ValueError(f"{key}={value!r} in {where}: expected one of {list(action.choices)}")
+    return converted
+
+
+def owners_of_field(key: str, methods: Iterable[str], config_of: Any) -> list[str]:
+    """Registered methods whose own config has ``key`` (``config_of(name)`` -> its config class)."""
+    return sorted(m for m in methods if key in {f.name for f in dataclasses.fields(config_of(m))})
+
+
+# ----- numbers TRL accepts but cannot train with -----
+def check_numbers(grpo: Any, others: Sequence[Any]) -> None:
+    """NaN anywhere; inf in stare-rl's own fields; and the engine fields that need a sign or a range."""
+    for obj in (grpo, *others):
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if isinstance(value, float) and math.isnan(value):
+                raise ValueError(f"{f.name}=nan is not a number")
+            if isinstance(value, float) and math.isinf(value) and obj is not grpo:
+                raise ValueError(f"{f.name}={value} must be a finite number")
+    for name, ok, allowed in _ENGINE_RULES:
+        value = getattr(grpo, name, None)
+        if value is not None and not ok(value):
+            raise ValueError(f"{name}={value!r} {allowed}")
+
+
+def _finite(v: float) -> bool:
+    return isinstance(v, int | float) and math.isfinite(v)
+
+
+_ENGINE_RULES: tuple[tuple[str, Any, str], ...] = (
+    ("learning_rate", lambda v: _finite(v) and v > 0, "must be a finite number > 0"),
+    ("weight_decay", lambda v: _finite(v) and v >= 0, "must be a finite number >= 0"),
+    ("max_grad_norm", lambda v: v >= 0, "must be >= 0 (0 = no clipping)"),
+    ("warmup_ratio", lambda v: 0 <= v <= 1, "must be in [0, 1]"),
+    ("warmup_steps", lambda v: v >= 0, "must be >= 0"),
+    ("max_steps", lambda v: v >= 1 or v == -1, "must be >= 1 (or -1: train num_train_epochs epochs)"),
+    ("num_train_epochs", lambda v: _finite(v) and v > 0, "must be a finite number > 0"),
+    ("save_steps", lambda v: _finite(v) and v > 0, "must be > 0 (steps, or a fraction of max_steps if < 1)"),
+    ("logging_steps", lambda v: _finite(v) and v > 0, "must be > 0 (steps, or a fraction of max_steps if < 1)"),
+    ("save_total_limit", lambda v: v >= 1, "must be >= 1 (or null: keep every checkpoint)"),
+    ("temperature", lambda v: _finite(v) and v > 0, "must be a finite number > 0 (sampling needs randomness)"),
+    ("top_p", lambda v: 0 < v <= 1, "must be in (0, 1]"),
+    ("top_k", lambda v: v >= 0, "must be >= 0 (0 = off)"),
+    ("min_p", lambda v: 0 <= v <= 1, "must be in [0, 1]"),
+    ("repetition_penalty", lambda v: _finite(v) and v > 0, "must be a finite number > 0"),
+    ("max_completion_length", lambda v: v >= 1, "must be >= 1"),
+    ("per_device_train_batch_size", lambda v: v >= 1, "must be >= 1"),
+    ("gradient_accumulation_steps", lambda v: v >= 1, "must be >= 1"),
+    ("steps_per_generation", lambda v: v >= 1, "must be >= 1"),
+    ("num_iterations", lambda v: v >= 1, "must be >= 1"),
+    ("seed", lambda v: 0 <= v < 2**32, "must be in [0, 2**32)"),
+)
+
+
+# ----- the output directory -----
+RUN_MARKERS = ("config.yaml", "metrics.jsonl", "model", "eval.json", "train_summary.json")
+
+
+def check_output_dir(output_dir: str, resuming: bool) -> None:
+    """Refuse an output dir that holds another run (unless resuming it) or that cannot be written."""
+    path = Path(output_dir).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"output_dir={output_dir!r} is a file, not a directory")
+    if path.is_dir() and not resuming:
+        found = sorted(p.name for p in path.iterdir() if p.name in RUN_MARKERS or p.name.startswith("checkpoint-"))
+        if found:
+            raise ValueError(
+                f"output_dir={output_dir!r} already holds a run ({', '.join(found[:MAX_LISTED])}); pass "
+                "--resume_from_checkpoint last to continue it, or choose another output_dir (nothing is overwritten)"
+            )
+    anchor = path
+    while not anchor.exists():
+        anchor = anchor.parent
+    if not anchor.is_dir():
+        raise ValueError(f"output_dir={output_dir!r}: {str(anchor)!r} is a file, not a directory")
+    try:  # a real write: os.access says yes to root on a read-only mount
+        fd, probe = tempfile.mkstemp(dir=anchor, prefix=".stare-write-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise ValueError(f"output_dir={output_dir!r} is not writable ({anchor}: {err.strerror})") from err
+
+
+# ----- data against the model, the tokenizer and the reward -----
+# ``where[i]`` says where row i sits in its file ("line 3" of a jsonl, "row 3" otherwise), 1-based.
+def _prompt_text(prompt: Any) -> str:
+    return prompt if isinstance(prompt, str) else "\n".join(str(m.get("content", "")) for m in prompt)
+
+
+def _named(indices: Sequence[int], where: Sequence[str]) -> str:
+    shown = ", ".join(where[i] for i in indices[:MAX_LISTED])
+    return shown + (f" (+{len(indices) - MAX_LISTED} more)" if len(indices) > MAX_LISTED else "")
+
+
+def check_chat_template(rows: Sequence[dict[str, Any]], where: Sequence[str], tokenizer: Any, model: str,
+                        what: str) -> None:
+    """Chat-format rows (prompt = list of messages) need a tokenizer with a chat template."""
+    chat = [i for i, r in enumerate(rows) if not isinstance(r["prompt"], str)]
+    if chat and not getattr(tokenizer, "chat_template", None):
+        raise ValueError(
+            f"{what}: {_named(chat, where)}: the prompt is a list of chat messages but the tokenizer of "
+            f"model={model!r} has no chat template; give plain-text prompts ({{\"prompt\": str, \"answer\": ...}}) "
+            "or a model whose tokenizer has a chat_template"
+        )
+
+
+def check_characters(rows: Sequence[dict[str, Any]], where: Sequence[str], tokenizer: Any, model: str,
+                     what: str) -> None:
+    """Refuse text the tokenizer maps to its unknown token (the model could neither read nor write it)."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None:
+        return
+    bad_chars: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        text = _prompt_text(row["prompt"]) + row["answer"]
+        if unk not in tokenizer(text, add_special_tokens=False)["input_ids"]:
+            continue
+        for ch in dict.fromkeys(text):
+            if unk in tokenizer(ch, add_special_tokens=False)["input_ids"]:
+                bad_chars.setdefault(ch, []).append(i)
+    if bad_chars:
+        hit = sorted({i for idx in bad_chars.values() for i in idx})
+        chars = "".join(sorted(bad_chars))
+        raise ValueError(
+            f"{what}: characters {chars!r} are not in the vocabulary of model={model!r} (they would become "
+            f"{tokenizer.unk_token!r}): {_named(hit, where)}; rewrite those rows or use a model whose tokenizer "
+            "covers them"
+        )
+
+
+def check_lengths(rows: Sequence[dict[str, Any]], where: Sequence[str], tokenizer: Any,
+                  max_positions: int | None, max_completion_length: int, model: str, what: str) -> str | None:
+    """A prompt longer than the model's position embeddings is refused; one that leaves less than
+    ``max_completion_length`` positions for the completion is a warning (returned)."""
+    if not max_positions:
+        return None
+    plain = [i for i, r in enumerate(rows) if isinstance(r["prompt"], str)]
+    lengths = [0] * len(rows)
+    if plain:
+        for i, ids in zip(plain, tokenizer([rows[i]["prompt"] for i in plain])["input_ids"], strict=True):
+            lengths[i] = len(ids)
+    for i, r in enumerate(rows):
+        if not isinstance(r["prompt"], str):
+            lengths[i] = len(tokenizer.apply_chat_template(r["prompt"], tokenize=True, add_generation_prompt=True))
+    worst = max(range(len(rows)), key=lambda i: lengths[i])
+    too_long = [i for i, n in enumerate(lengths) if n >= max_positions]
+    if too_long:
+        raise ValueError(
+            f"{what}: {_named(too_long, where)}: prompt longer than model={model!r} can read ({where[worst]}: "
+            f"{lengths[worst]} tokens, max_position_embeddings={max_positions}); shorten those prompts"
+        )
+    if lengths[worst] + max_completion_length > max_positions:
+        return (f"{what}: the longest prompt ({where[worst]}, {lengths[worst]} tokens) + max_completion_length="
+                f"{max_completion_length} exceeds max_position_embeddings={max_positions} of model={model!r}; "
+                "completions past it run beyond the positions the model was trained on")
+    return None
+
+
+def math_reward_warning(tokenizer: Any, model: str) -> str | None:
+    """reward=math scores the last ``\\boxed{...}``: warn when the model's tokenizer cannot even write one."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is not None and unk in tokenizer("\\boxed{1}", add_special_tokens=False)["input_ids"]:
+        return (f"reward=math scores only a final \\boxed{{...}} answer, which model={model!r} cannot write (its "
+                "vocabulary lacks '\\', '{' or '}'): every reward will be 0; use --reward task or a model that can")
+    return None
+
+
+def check_duplicates(rows: Sequence[dict[str, Any]], where: Sequence[str], what: str) -> str | None:
+    """Same prompt with different answers: refused (the reward would contradict itself). Same prompt and
+    answer repeated: allowed, returned as a warning (those prompts are trained on more often)."""
+    first: dict[str, int] = {}
+    repeats, conflicts = [], []
+    for i, row in enumerate(rows):
+        key = repr(row["prompt"])
+        if key in first:
+            (repeats if rows[first[key]]["answer"] == row["answer"] else conflicts).append(i)
+        else:
+            first[key] = i
+    if conflicts:
+        i = conflicts[0]
+        j = first[repr(rows[i]["prompt"])]
+        raise ValueError(
+            f"{what}: {_named(conflicts, where)}: same prompt as an earlier row with a different answer "
+            f"({where[i]}: {rows[i]['answer']!r}, {where[j]}: {rows[j]['answer']!r}); keep one answer per prompt"
+        )
+    if repeats:
+        return (f"{what}: {len(repeats)} row(s) repeat an earlier prompt and answer ({_named(repeats, where)}); "
+                "kept: they are trained on as often as they appear")
+    return None
+
+
+def check_math_answers(rows: Sequence[dict[str, Any]], where: Sequence[str], what: str) -> None:
+    """reward=math: every answer must parse with math-verify, or that row can never be scored."""
+    from stare_rl.tasks.rewards import parse_gold
+
+    # math-verify returns [expression, text] when it reads an answer, [text] or [] when it cannot
+    bad = [i for i, r in enumerate(rows) if all(isinstance(x, str) for x in parse_gold(r["answer"]))]
+    if bad:
+        raise ValueError(
+            f"{what}: math-verify cannot parse the answer of {_named(bad, where)} ({where[bad[0]]}: "
+            f"{rows[bad[0]]['answer']!r}), so reward=math could never score it; fix the answers or use reward=task"
+        )
+
+
+def held_out_split(rows: list[dict[str, Any]], eval_size: int, seed: int) -> tuple[list, list]:
+    """``(train, held_out)``: ``min(eval_size, len(rows) // 5)`` rows drawn with ``seed``, removed from training.
+
+    Raises:
+        ValueError: fewer than 5 rows (nothing can be held out).
+    """
+    n = min(eval_size, len(rows) // 5)
+    if n < 1:
+        raise ValueError(f"dataset has {len(rows)} row(s): too few to hold out an evaluation split (5 needed); "
+                         "pass --eval_dataset or --final_eval false")
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    held = set(order[:n])
+    return [r for i, r in enumerate(rows) if i not in held], [rows[i] for i in sorted(held)]

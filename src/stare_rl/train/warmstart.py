@@ -1,0 +1,309 @@
+"""Supervised warm start of the tiny model on an embedded task, cached on disk.
+
+RL from a random model gets no reward signal; from a converged one, no variance. The warm start fine-tunes
+the tiny model with TRL's ``SFTTrainer`` (prompt-completion rows, loss on the completion only) and stops on
+a metric measured every ``eval_every`` steps on held-out train-split prompts: as soon as greedy accuracy
+reaches ``stop_greedy_acc`` or sampled avg@k reaches ``stop_avg_at_k`` (the transition is sharp, so a fixed
+step count would over- or undershoot). ``max_steps`` caps it.
+
+The result is a normal Hugging Face model directory (``save_pretrained`` model + tokenizer) under
+``cache_dir/<task>-<hash>``, the hash covering the task settings, the model shape and the SFT settings. It
+also holds ``warmstart.json`` (settings, metric history, wall time) and ``stare_task.json`` (which task and
+settings the model was trained for, read by ``stare eval``). Written to a temporary directory, then renamed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import random
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stare_rl.tasks import Task, get_task
+
+logger = logging.getLogger(__name__)
+
+CACHE_FORMAT = 1  # bump when the saved layout or the training recipe changes meaning
+TASK_INFO_FILE = "stare_task.json"
+WARMSTART_FILE = "warmstart.json"
+
+
+@dataclass(frozen=True)
+class WarmStartConfig:
+    """Model shape and SFT settings of the warm start (all part of the cache key)."""
+
+    hidden_size: int = field(default=128, metadata={"help": "Width of the tiny Qwen2 model."})
+    num_layers: int = field(default=4, metadata={"help": "Decoder layers of the tiny model."})
+    num_heads: int = field(default=4, metadata={"help": "Attention heads (hidden_size must divide by it)."})
+    learning_rate: float = field(default=1e-3, metadata={"help": "SFT learning rate (constant after warmup)."})
+    warmup_steps: int = field(default=20, metadata={"help": "Linear warmup steps of the SFT learning rate."})
+    batch_size: int = field(default=256, metadata={"help": "SFT rows per optimiser step."})
+    max_steps: int = field(default=3000, metadata={"help": "Cap on SFT steps if the stop metric is never met."})
+    train_rows: int = field(default=20000, metadata={"help": "Distinct train-split rows used for SFT."})
+    eval_every: int = field(default=25, metadata={"help": "Evaluate the stop metric every this many steps."})
+    eval_rows: int = field(default=128, metadata={"help": "Held-out train-split prompts for the stop metric."})
+    k: int = field(default=8, metadata={"help": "Samples per prompt (temperature 1) for avg@k."})
+    stop_greedy_acc: float = field(
+        default=0.5, metadata={"help": "Stop once greedy accuracy on the held-out prompts reaches this."}
+    )
+    stop_avg_at_k: float = field(
+        default=0.3, metadata={"help": "Stop once sampled avg@k on the held-out prompts reaches this."}
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("hidden_size", "num_layers", "num_heads", "batch_size", "max_steps", "train_rows",
+                     "eval_every", "eval_rows", "k"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer")
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size={self.hidden_size} must be divisible by num_heads={self.num_heads}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps={self.warmup_steps!r} must be >= 0")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate={self.learning_rate!r} must be > 0")
+        for name in ("stop_greedy_acc", "stop_avg_at_k"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name}={value!r} must be in [0, 1] (0 = stop at the first evaluation)")
+
+
+def cache_key(task: Task, config: WarmStartConfig, seed: int) -> str:
+    """A short stable hash of everything that determines the warm-started model."""
+    payload = {"format": CACHE_FORMAT, "task": task.name, "task_settings": task.settings(),
+               "config": dataclasses.asdict(config), "seed": seed}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def read_task_info(model_dir: str | Path) -> dict[str, Any] | None:
+    """``{"task": name, "task_kwargs": {...}}`` saved with a warm-started model, or None if absent."""
+    path = Path(model_dir) / TASK_INFO_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _is_complete(path: Path) -> bool:
+    return (path / "config.json").is_file() and (path / WARMSTART_FILE).is_file()
+
+
+def warm_start(
+    task_name: str,
+    cache_dir: str | Path,
+    *,
+    seed: int = 0,
+    force: bool = False,
+    config: WarmStartConfig | None = None,
+    task_kwargs: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> Path:
+    """Return the directory of the warm-started model for ``task_name``, training it if not cached.
+
+    Args:
+        task_name: an embedded task (``stare_rl.tasks.list_tasks()``).
+        cache_dir: where cached models live (created if missing).
+        seed: model init, data order and row sampling seed.
+        force: retrain even if a cached model exists (the cached one is replaced).
+        config: model shape and SFT settings (default :class:`WarmStartConfig`).
+        task_kwargs: task settings, e.g. ``{"num_count": 4}`` for countdown.
+        progress: show progress bars.
+    """
+    config = config or WarmStartConfig()
+    task_kwargs = dict(task_kwargs or {})
+    task = get_task(task_name, **task_kwargs)
+    cache_dir = Path(cache_dir)
+    final = cache_dir / f"{task.name}-{cache_key(task, config, seed)}"
+    if _is_complete(final) and not force:
+        logger.info("warm start: cache hit %s", final)
+        return final
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = cache_dir / f".tmp-{final.name}-{os.getpid()}"
+    _remove_orphans(cache_dir, final.name)
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        info = _train(task, config, seed, tmp, progress)
+        (tmp / WARMSTART_FILE).write_text(json.dumps(info, indent=2))
+        (tmp / TASK_INFO_FILE).write_text(json.dumps({"task": task.name, "task_kwargs": task.settings()}))
+        if final.exists() and (force or not _is_complete(final)):
+            shutil.rmtree(final)
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another process finished the same warm start first: keep theirs
+            if not _is_complete(final):
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("warm start: saved %s", final)
+    return final
+
+
+def sft_rows(task: Task, rows: list[dict[str, str]], seed: int) -> list[dict[str, str]]:
+    """The supervised rows ``{"prompt", "completion"}``: one per completion of ``task.sft_targets`` (several
+    per prompt for a task that samples among many valid completions), deterministic in ``seed``."""
+    rng = random.Random(f"sft:{seed}")
+    return [{"prompt": r["prompt"], "completion": c} for r in rows for c in task.sft_targets(r, rng)]
+
+
+def _remove_orphans(cache_dir: Path, name: str) -> None:
+    """Delete ``.tmp-<name>-<pid>`` dirs left by a killed warm start (their process is gone); they are never
+    used as a cache entry (only the atomic rename to ``<name>`` publishes one), only disk to reclaim."""
+    for tmp in cache_dir.glob(f".tmp-{name}-*"):
+        pid = tmp.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            logger.info("warm start: removing %s left by a killed run", tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: bool) -> dict[str, Any]:
+    """SFT the tiny model until the stop metric is met; save model + tokenizer to ``out``; return the info."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
+    from stare_rl.tasks import is_tool_task
+
+    start, cpu_start = time.perf_counter(), time.process_time()
+    tool_task = is_tool_task(task)
+    # A tool task brings its own tokenizer (chat template + tool-call tokens): models/tool_tokenizer.py.
+    tokenizer = task.build_tokenizer() if tool_task else build_char_tokenizer(task.alphabet)
+    model = build_tiny_model(tokenizer, config.hidden_size, config.num_layers, config.num_heads, seed=seed)
+    # Small tasks may hold fewer train prompts than asked for: take them all, the first eval_rows held out.
+    rows = task.make_split("train", config.train_rows + config.eval_rows, seed, allow_fewer=True)
+    if len(rows) < 2 * config.eval_rows:
+        raise ValueError(f"task {task!r} has only {len(rows)} train prompts; eval_rows={config.eval_rows} "
+                         "needs at least twice as many")
+    held_out, train = rows[: config.eval_rows], rows[config.eval_rows :]
+    if tool_task:  # whole episodes (calls and tool results); the loss sees only the assistant turns
+        dataset = Dataset.from_list([{"messages": task.sft_messages(r)} for r in train])
+    else:
+        dataset = Dataset.from_list(sft_rows(task, train, seed))
+    stopper = _StopOnMetric(task, tokenizer, held_out, config, progress)
+    args = SFTConfig(
+        output_dir=str(out / "_trainer"),
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=config.warmup_steps,
+        weight_decay=0.0,
+        completion_only_loss=None if tool_task else True,
+        assistant_only_loss=tool_task,
+        max_length=128,
+        packing=False,
+        logging_steps=config.eval_every,
+        save_strategy="no",
+        report_to="none",
+        seed=seed,
+        data_seed=seed,
+        disable_tqdm=not progress,
+        dataloader_num_workers=0,
+        dataloader_pin_memory=False,
+        bf16=False,
+        fp16=False,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                         callbacks=[stopper])
+    _quiet_progress(trainer)
+    trainer.train()
+    if not stopper.history or stopper.history[-1]["step"] != trainer.state.global_step:
+        stopper.measure(model, trainer.state.global_step)
+    shutil.rmtree(out / "_trainer", ignore_errors=True)
+    model.generation_config.max_new_tokens = task.max_completion_chars + 1
+    trainer.model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    last = stopper.history[-1]
+    if not stopper.reached:
+        logger.warning("warm start: stop metric not reached in max_steps=%d (last %s)", config.max_steps, last)
+    return {
+        "task": task.name, "task_kwargs": task.settings(), "seed": seed, "config": dataclasses.asdict(config),
+        "steps": trainer.state.global_step, "reached_stop_metric": stopper.reached, "final": last,
+        "history": stopper.history, "wall_time_s": round(time.perf_counter() - start, 1),
+        "cpu_time_s": round(time.process_time() - cpu_start, 1),
+        "num_parameters": sum(p.numel() for p in model.parameters()),
+    }
+
+
+def _quiet_progress(trainer: Any) -> None:
+    """The SFT progress bar without the loss dicts it prints every ``eval_every`` steps and at the end: the stop
+    metric line (``_StopOnMetric``) and ``warmstart.json`` carry what matters."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    class _BarOnly(ProgressCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            return None
+
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_BarOnly())
+
+
+def _make_callback_base() -> type:
+    from transformers import TrainerCallback
+
+    return TrainerCallback
+
+
+class _StopOnMetric(_make_callback_base()):  # type: ignore[misc]
+    """Every ``eval_every`` steps: greedy accuracy and avg@k on held-out prompts; stop once either is met."""
+
+    def __init__(self, task: Task, tokenizer: Any, rows: list[dict[str, str]], config: WarmStartConfig,
+                 progress: bool) -> None:
+        self.task, self.tokenizer, self.rows, self.config = task, tokenizer, rows, config
+        self.history: list[dict[str, Any]] = []
+        self.reached = False
+        self.progress = progress
+
+    def measure(self, model: Any, step: int) -> dict[str, Any]:
+        from stare_rl.evaluation.heldout import evaluate
+        from stare_rl.tasks import is_tool_task
+
+        if is_tool_task(self.task):
+            from stare_rl.evaluation.tools import evaluate_tool_task
+
+            result = evaluate_tool_task(model, self.tokenizer, self.task, self.rows, k=self.config.k, seed=step)
+            return self._record(step, result)
+        result = evaluate(model, self.tokenizer, self.rows, self.task.reward, k=self.config.k,
+                          max_new_tokens=self.task.max_completion_chars + 1, seed=step, progress=False)
+        return self._record(step, result)
+
+    def _record(self, step: int, result: dict[str, Any]) -> dict[str, Any]:
+        k = self.config.k
+        entry = {"step": step, "greedy_acc": result["greedy_acc"], f"avg@{k}": result[f"avg@{k}"],
+                 f"pass@{k}": result[f"pass@{k}"], "entropy": result["entropy"],
+                 "mean_response_length": result["mean_response_length"],
+                 **{key: value for key, value in result.items() if key.startswith("tools/")}}
+        self.history.append(entry)
+        logger.info("warm start step %d: %s", step, entry)
+        return entry
+
+    def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> Any:
+        if state.global_step % self.config.eval_every:
+            return control
+        entry = self.measure(model, state.global_step)
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            tqdm.write(f"warm start step {entry['step']}: greedy {entry['greedy_acc']:.3f} "
+                       f"avg@{self.config.k} {entry[f'avg@{self.config.k}']:.3f} entropy {entry['entropy']:.3f}")
+        if (entry["greedy_acc"] >= self.config.stop_greedy_acc
+                or entry[f"avg@{self.config.k}"] >= self.config.stop_avg_at_k):
+            self.reached = True
+            control.should_training_stop = True
+        return control
