@@ -152,7 +152,7 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         trainer = StareGRPOTrainer(model=model, reward_funcs=_reward, processing_class=tok, train_dataset=ds,
                                    args=StareGRPOConfig(**common), setup=setup, callbacks=[probe.callback()])
     trainer.train()
-    gate = [log["stare/gate_on"] for log in trainer.state.log_history if "stare/gate_on" in log]
+    gate = [log["control/gate_on"] for log in trainer.state.log_history if "control/gate_on" in log]
     w = args.warmup
     return {"cpu": probe.cpu[w:], "wall": probe.wall[w:], "peak_kib": probe.peak_kib[w:],
             "gate_on": gate[-1] if gate else None}

@@ -105,7 +105,7 @@ def assert_verl_loss_equals_core(method: str) -> None:
     from verl.workers.config import FSDPActorConfig
 
     from stare_rl import aggregate, compute_loss
-    from stare_rl.engines.verl.adapter import adapter as V
+    from stare_rl.engines.verl import adapter as V
 
     fn = POLICY_LOSS_REGISTRY[f"stare_rl.{method}"]
     assert fn._stare_rl_method == method

@@ -239,6 +239,7 @@ def test_math_reward_with_a_model_that_cannot_write_boxed_warns(tmp_path: Path) 
     assert any("which model='tiny' cannot write" in w and "every reward will be 0" in w for w in prep.warnings)
 
 
+@pytest.mark.slow  # a fresh Python process: seconds
 def test_exit_status_2_from_the_installed_entry_point(tmp_path: Path) -> None:
     """The same refusal through a real process (``python -m stare_rl.cli``): status 2, one line, nothing made."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src"), "OMP_NUM_THREADS": "1"}

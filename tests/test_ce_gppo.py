@@ -88,7 +88,7 @@ def test_defaults_are_the_papers() -> None:
     cfg = CEGPPOConfig()
     assert (cfg.beta1, cfg.beta2) == (0.75, 1.0)
     spec = get_method("ce_gppo")
-    assert (spec.needs_entropy, spec.gated, spec.global_stats, spec.controllers) == (False, False, None, None)
+    assert (spec.needs_entropy, spec.global_stats, spec.controllers) == (False, None, None)
 
 
 @pytest.mark.parametrize(("field", "value"), [("beta1", -0.1), ("beta2", math.inf), ("beta1", math.nan)])

@@ -190,8 +190,8 @@ def test_run_metrics_and_spread_edge_cases() -> None:
     assert m["entropy_ratio"] is None and m["in_band_after_cross"] is None and m["avg@k"] == 0.5
     assert run_metrics({}, [0.5, 0.6], 0.3, 0.25)["in_band_after_cross"] is None  # never below the target
     assert spread([None, None]) is None
-    means = diagnostic_means({"stare/gate_on": [(1, 1.0), (2, 0.0), (3, 1.0)]})
-    assert means["stare/gate_on"] == pytest.approx(2 / 3) and means["stare/l_plus_frac"] is None
+    means = diagnostic_means({"control/gate_on": [(1, 1.0), (2, 0.0), (3, 1.0)]})
+    assert means["control/gate_on"] == pytest.approx(2 / 3) and means["loss/l_plus_frac"] is None
     assert spread([0.5]) == {"mean": 0.5, "std": 0.0, "min": 0.5, "max": 0.5, "n": 1, "values": [0.5]}
     grid = parse_grid({"methods": {"a": {"method": "vanilla"}}})
     res = results_table({"a": [m]}, grid)
@@ -276,7 +276,7 @@ import os
 if os.environ.get("STARE_TEST_KILL_RUN"):
     import signal
     from pathlib import Path
-    from stare_rl.engines.trl.trainer import trainer as trl
+    from stare_rl.engines.trl import trainer as trl
 
     on_log = trl.MetricsJsonlCallback.on_log
 
@@ -320,7 +320,7 @@ def test_smoke_grid_end_to_end_then_resume_skips_finished(
         assert steps == [1, 2]
     stare_cfg = yaml.safe_load((out / "runs" / "stare_o1" / "seed0" / "config.yaml").read_text())
     assert stare_cfg["method"] == "stare" and stare_cfg["target_entropy"] == 100.0 and stare_cfg["max_steps"] == 2
-    gate = [json.loads(line).get("stare/gate_on") for line in
+    gate = [json.loads(line).get("control/gate_on") for line in
             (out / "runs" / "stare_o1" / "seed0" / "metrics.jsonl").read_text().splitlines()]
     assert gate == [1.0, 1.0]
     results = json.loads((out / "results.json").read_text())

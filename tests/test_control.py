@@ -16,13 +16,12 @@ from stare_rl import LossContext, TokenBatch, compute_loss, make_config
 from stare_rl.control.base import (
     AdaptiveEntropyCoef,
     Controller,
-    StareGate,
-    StareWeightSchedule,
     StepObservation,
     global_token_mean,
 )
 from stare_rl.control.step import StepController
 from stare_rl.io.runlog import CONTROLLER_FILE, read_json
+from stare_rl.methods.stare.gate import StareGate, StareWeightSchedule
 from stare_rl.methods.stare.loss import StareConfig
 
 

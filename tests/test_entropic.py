@@ -165,7 +165,7 @@ def test_context_alpha_out_of_range_is_rejected() -> None:
 
 def test_traits_and_defaults() -> None:
     spec = get_method("entropic")
-    assert not spec.needs_entropy and not spec.gated and spec.controllers is not None  # the loss needs no H
+    assert not spec.needs_entropy and spec.controllers is not None  # the loss needs no H
     cfg = EntroPICConfig()
     assert (cfg.target_entropy, cfg.kp, cfg.ki, cfg.alpha_max, cfg.high_prob_threshold) == (0.1, 1.0, 0.01, 1.0, 0.95)
     c = EntroPICController.from_config(cfg)
@@ -207,7 +207,7 @@ def test_registered_in_verl_and_alpha_from_the_driver_state() -> None:
     from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
     from verl.workers.config import FSDPActorConfig
 
-    from stare_rl.engines.verl.adapter import adapter as V
+    from stare_rl.engines.verl import adapter as V
 
     fn = POLICY_LOSS_REGISTRY["stare_rl.entropic"]
     assert fn._stare_rl_method == "entropic"
@@ -221,7 +221,7 @@ def test_registered_in_verl_and_alpha_from_the_driver_state() -> None:
     driver.update(_obs(0.6))  # e = 0.5 -> alpha = 0.5
     with V.step_state(V.StepState(controllers={"entropic_pi": driver.state_dict()})):
         loss, metrics = fn(batch.old_log_prob, batch.log_prob, batch.advantages, batch.mask, "token-mean", cfg)
-    assert metrics["actor/entropic/entropic_alpha"] == pytest.approx(0.5)
+    assert metrics["loss/entropic_alpha"] == pytest.approx(0.5)
     sur = V.surrogate_config(cfg, "token-mean")
     out = compute_loss("entropic", batch, EntroPICConfig(), sur, _ctx(0.5))
     torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask), rtol=1e-6, atol=1e-7)

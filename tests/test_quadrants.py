@@ -73,7 +73,7 @@ def test_l_plus_minus_shares_by_hand() -> None:
     l_plus[0, 3] = True  # padding: ignored
     l_minus = torch.zeros(2, 4, dtype=torch.bool)
     l_minus[1, 0] = True
-    out = quadrant_stats(log_prob, entropy, adv, mask, l_plus=l_plus, l_minus=l_minus, lr_scale=7.0)
+    out = quadrant_stats(log_prob, entropy, adv, mask, selections={"l_plus": l_plus, "l_minus": l_minus}, lr_scale=7.0)
     mags = [abs(-a * p * (math.log(p) + h)) for a, p, h in
             [(1, 0.1, 1.0), (1, 0.8, 1.0), (-2, 0.05, 1.2), (-2, 0.9, 0.5), (-2, 0.3, 0.7)]]
     assert out[P + "l_plus_share"].item() == pytest.approx(mags[0] / sum(mags), rel=1e-5)
@@ -100,9 +100,9 @@ def test_empty_mask_and_zero_advantages_are_zero_not_nan() -> None:
     log_prob, entropy, adv, _ = _batch()
     empty = torch.zeros(2, 4)
     sel = torch.ones(2, 4, dtype=torch.bool)
-    out = quadrant_stats(log_prob, entropy, adv, empty, l_plus=sel, l_minus=sel)
+    out = quadrant_stats(log_prob, entropy, adv, empty, selections={"l_plus": sel, "l_minus": sel})
     assert all(v.item() == 0.0 for v in out.values())
-    out = quadrant_stats(log_prob, entropy, torch.zeros(2, 4), torch.ones(2, 4), l_plus=sel)
+    out = quadrant_stats(log_prob, entropy, torch.zeros(2, 4), torch.ones(2, 4), selections={"l_plus": sel})
     assert out[P + "zero_adv_frac"].item() == 1.0
     assert out[P + "l_plus_share"].item() == 0.0
     assert all(torch.isfinite(v) for v in out.values())

@@ -32,17 +32,17 @@ def _write_run(root: Path, name: str, method: str, seed: int, steps: int, *, sta
         else:  # GRPO: entropy collapses
             h = 0.5 * math.exp(-step / 25) + 0.05 + rng.gauss(0, 0.004)
         row = {
-            "step": step, "actor/entropy": h, "stare/batch_entropy": h + rng.gauss(0, 0.002),
+            "step": step, "actor/entropy": h, "control/batch_entropy": h + rng.gauss(0, 0.002),
             "actor/pg_loss": rng.gauss(0, 0.05), "critic/score/mean": min(1.0, 0.3 + step / 100 + rng.gauss(0, 0.03)),
             "response_length/mean": 6.0 + rng.gauss(0, 0.3),
             "quadrant/pos_high_frac": 0.03, "quadrant/pos_low_frac": 0.45 - 0.001 * step,
             "quadrant/neg_high_frac": 0.12 + 0.0005 * step, "quadrant/neg_low_frac": 0.3,
             "quadrant/neg_high_dh_pred": -0.02 + rng.gauss(0, 0.002), "quadrant/pos_high_dh_pred": 0.004,
-            "quadrant/l_plus_share": 0.1 + rng.gauss(0, 0.01), "quadrant/l_minus_share": 0.4 + rng.gauss(0, 0.01),
         }
-        if stare:
-            row.update({"stare/gate_on": float(gate), "stare/reweight_w": w, "stare/reweight_m": m,
-                        "stare/mean_weight": 1.0 + 0.05 * gate})
+        if stare:  # STARE's own metrics (declared at its registration), its selections' shares included
+            row.update({"quadrant/l_plus_share": 0.1 + rng.gauss(0, 0.01), "quadrant/l_minus_share": 0.4 + rng.gauss(0, 0.01)})
+            row.update({"control/gate_on": float(gate), "control/reweight_w": w, "control/reweight_m": m,
+                        "loss/mean_weight": 1.0 + 0.05 * gate})
         lines.append(json.dumps(row))
     (d / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     (d / "run_config.json").write_text(json.dumps(
@@ -85,7 +85,7 @@ def test_report_overlays_methods_and_aggregates_seeds(tmp_path: Path, caplog: py
     assert f"{empty}: no metrics.jsonl" in msgs
     assert f"{runs[1] / 'metrics.jsonl'}: steps differ" in msgs
 
-    for name in ("entropy", "reward", "response_length", "gate", "weights", "quadrants", "quadrant_dh"):
+    for name in ("entropy", "reward", "response_length", "method", "weights", "quadrants", "quadrant_dh"):
         _check_png(out / f"{name}.png")
     page = (out / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 7
@@ -109,7 +109,7 @@ def test_single_run_default_out_dir(tmp_path: Path) -> None:
     run = _write_run(tmp_path, "one", "steer", 3, 8, stare=False)
     assert report_main([str(run)]) == 0
     _check_png(run / "report" / "entropy.png")
-    assert not (run / "report" / "gate.png").exists()  # no gate metrics logged: no empty figure
+    assert not (run / "report" / "method.png").exists()  # no method metric logged: no empty figure
 
 
 def test_no_usable_run_is_an_error(tmp_path: Path) -> None:
@@ -161,7 +161,7 @@ def test_report_from_real_short_training_runs(tmp_path: Path) -> None:
     assert train.main([*common, "--method", "vanilla", "--output_dir", str(runs[1])]) == 0
     out = tmp_path / "report"
     assert report_main([*map(str, runs), "--out", str(out)]) == 0
-    for name in ("entropy", "reward", "response_length", "gate", "weights", "quadrants", "quadrant_dh"):
+    for name in ("entropy", "reward", "response_length", "method", "weights", "quadrants", "quadrant_dh"):
         _check_png(out / f"{name}.png")
     rows = {r["method"]: r for r in json.loads((out / "summary.json").read_text())["runs"]}
     assert set(rows) == {"stare", "vanilla"}

@@ -18,8 +18,8 @@ pytestmark = pytest.mark.slow
 
 COMPARED = (
     "loss", "actor/pg_loss", "actor/entropy", "actor/grad_norm", "critic/score/mean", "response_length/mean",
-    "stare/batch_entropy", "stare/gate_on", "stare/reweight_w", "stare/reweight_m", "stare/mean_weight",
-    "stare/l_plus_frac", "stare/l_minus_frac", "stare/entropy_coef", "quadrant/pos_high_frac",
+    "control/batch_entropy", "control/gate_on", "control/reweight_w", "control/reweight_m", "loss/mean_weight",
+    "loss/l_plus_frac", "loss/l_minus_frac", "control/entropy_coef", "quadrant/pos_high_frac",
 )
 
 
@@ -34,7 +34,7 @@ class Kill(TrainerCallback):
             control.should_training_stop = True
 
 
-AUTO_COMPARED = ("stare/auto_strength", "stare/auto_integral", "stare/auto_error", "stare/auto_p_term")
+AUTO_COMPARED = ("control/auto_strength", "control/auto_integral", "control/auto_error", "control/auto_p_term")
 
 
 def _run(out: Path, kill_at: int | None = None, resume: str | None = None, weight_control: str = "paper") -> list[dict]:
@@ -52,7 +52,7 @@ def _run(out: Path, kill_at: int | None = None, resume: str | None = None, weigh
 def test_killed_run_resumed_from_checkpoint_matches_uninterrupted(tmp_path: Path) -> None:
     full = _run(tmp_path / "full")
     assert [r["step"] for r in full] == [1, 2, 3, 4, 5, 6]
-    gate_values = {r["stare/gate_on"] for r in full}
+    gate_values = {r["control/gate_on"] for r in full}
     assert gate_values == {0.0, 1.0}, f"the gate should switch during the run, saw {gate_values}"
 
     run = tmp_path / "killed"
@@ -73,7 +73,7 @@ def test_killed_run_resumed_from_checkpoint_matches_uninterrupted(tmp_path: Path
 def test_killed_run_resumed_with_auto_weight_control_matches(tmp_path: Path) -> None:
     """weight_control='auto': the PI controller's state (strength, integral, smoothed error) resumes exactly."""
     full = _run(tmp_path / "full", weight_control="auto")
-    strengths = [r["stare/auto_strength"] for r in full]
+    strengths = [r["control/auto_strength"] for r in full]
     assert len(set(strengths)) > 2 and max(strengths) > 0.0, f"the controller should move, saw {strengths}"
     run = tmp_path / "killed"
     _run(run, kill_at=5, weight_control="auto")

@@ -233,7 +233,7 @@ def test_global_threshold_inf_selects_nothing() -> None:
 def test_exact_kth_largest_and_topk_mask_with_prefilter(
     seed: int, n: int, frac: float, quantised: bool
 ) -> None:
-    from stare_rl.core.selection import _kth_largest_exact, topk_mask
+    from stare_rl.core.selection import _kth_exact, topk_mask
 
     g = torch.Generator().manual_seed(seed)
     values = torch.randn(1, n, generator=g)
@@ -243,7 +243,7 @@ def test_exact_kth_largest_and_topk_mask_with_prefilter(
     n_cand = int(candidates.sum())
     k = max(1, int(frac * n_cand))
     key = torch.where(candidates, values, float("-inf")).reshape(-1)
-    assert float(_kth_largest_exact(key, k)) == float(torch.topk(key, k).values[-1])
+    assert float(_kth_exact(key, k, largest=True)[0]) == float(torch.topk(key, k).values[-1])
     mask = topk_mask(values, candidates, k)
     assert int(mask.sum()) == k and bool((mask <= candidates).all())
     if k < n_cand:

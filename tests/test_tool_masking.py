@@ -24,8 +24,8 @@ trl = pytest.importorskip("trl")
 
 from stare_rl.core.registry import get_method  # noqa: E402
 from stare_rl.core.surrogate import SurrogateConfig  # noqa: E402
+from stare_rl.engines.trl import trainer as trl_engine  # noqa: E402
 from stare_rl.engines.trl.trainer import StareGRPOConfig, StareGRPOTrainer  # noqa: E402
-from stare_rl.engines.trl.trainer import trainer as trl_engine  # noqa: E402
 from stare_rl.train.config import MethodArgs  # noqa: E402
 
 B, T = 4, 12
@@ -165,7 +165,7 @@ def test_trl_tool_tokens_change_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     _assert_same(base, _run_trl(trainer, perturb_tool_tokens(data), monkeypatch))
     control = _run_trl(trainer, perturb_model_token(data), monkeypatch)
     assert not torch.equal(control["grad"], base["grad"])
-    gate_keys = [k for k in base["metrics"] if "entropy" in k and k.startswith("stare/")]
+    gate_keys = [k for k in base["metrics"] if "entropy" in k and k.startswith("control/")]
     if method == "stare":  # the gate's input is the model tokens' entropy
         assert gate_keys and any(base["metrics"][k] != control["metrics"][k] for k in gate_keys)
     assert any(base["metrics"][k] != control["metrics"][k] for k in base["metrics"] if k.startswith("quadrant/"))
@@ -211,7 +211,7 @@ def _driver_step_stats(name: str, data: dict[str, torch.Tensor], response_mask: 
     from tensordict import TensorDict
 
     from stare_rl.control.step import StepController
-    from stare_rl.engines.verl.adapter import adapter as V
+    from stare_rl.engines.verl import adapter as V
     from stare_rl.engines.verl.main import step_stats_batch
 
     method = name.split(".")[1]
@@ -229,7 +229,7 @@ def _verl_loss(name: str, data: dict[str, torch.Tensor], response_mask: torch.Te
     from verl.trainer.ppo.core_algos import get_policy_loss_fn
     from verl.workers.config import FSDPActorConfig
 
-    from stare_rl.engines.verl.adapter import adapter as V
+    from stare_rl.engines.verl import adapter as V
 
     cfg = FSDPActorConfig(policy_loss=pl, rollout_n=B, ppo_micro_batch_size_per_gpu=2, clip_ratio_low=0.2,
                           clip_ratio_high=0.28)
@@ -257,7 +257,7 @@ def test_verl_agent_loop_mask_keeps_tool_tokens_out(name: str, fields: dict[str,
     pytest.importorskip("verl")
     from tensordict import TensorDict
 
-    from stare_rl.engines.verl.adapter import adapter as V
+    from stare_rl.engines.verl import adapter as V
     from stare_rl.engines.verl.main import step_batch
 
     batch = _verl_agent_batch()

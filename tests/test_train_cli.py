@@ -85,7 +85,7 @@ def test_train_end_to_end_then_eval_and_rerun_from_saved_config(
     assert str(run.resolve()) in out and "metrics.jsonl" in out and "eval.json" in out
     records = read_metrics(run)
     assert [r["step"] for r in records] == [1, 2]
-    assert all(r["stare/gate_on"] == 1.0 and "quadrant/neg_low_frac" in r for r in records)
+    assert all(r["control/gate_on"] == 1.0 and "quadrant/neg_low_frac" in r for r in records)
     assert (run / "checkpoint-2" / CONTROLLER_FILE).is_file()
     assert (run / "model" / "config.json").is_file() and (run / "model" / "tokenizer.json").is_file()
     result = json.loads((run / "eval.json").read_text())
@@ -178,8 +178,8 @@ def test_tiny_shape_fields_key_the_warm_start_and_auto_weight_control_runs(
     records = read_metrics(run)
     assert [r["step"] for r in records] == [1, 2]
     # far below the target 100: the error is +1, the strength climbs at the rate limit, W = 1 / M
-    assert [r["stare/auto_strength"] for r in records] == pytest.approx([0.25, 0.5])
-    assert all(r["stare/reweight_m"] == pytest.approx(1.0 / r["stare/reweight_w"]) for r in records)
+    assert [r["control/auto_strength"] for r in records] == pytest.approx([0.25, 0.5])
+    assert all(r["control/reweight_m"] == pytest.approx(1.0 / r["control/reweight_w"]) for r in records)
     assert "auto" in json.loads((run / "checkpoint-2" / CONTROLLER_FILE).read_text())["controllers"]
 
 

@@ -77,7 +77,7 @@ def _worker(rank: int, port: int, out_dir: str, method: str, method_kwargs: dict
                 "rounds": rounds,
                 "params": params,
                 "logs": [
-                    {k: v for k, v in r.items() if k.startswith(("stare/", "actor/entropy", "critic/"))}
+                    {k: v for k, v in r.items() if k.startswith(("control/", "loss/", "dynamic_sampling/", "actor/entropy", "critic/"))}
                     for r in step_logs(trainer)
                 ],
             }
@@ -101,10 +101,10 @@ def test_both_ranks_run_the_same_refill_rounds_and_log_the_same_global_metrics(r
     a, b = ranks
     assert a["rounds"] == b["rounds"] and len(a["rounds"]) == STEPS
     assert max(a["rounds"]) >= 2  # half the prompts give constant groups: refill rounds were needed
-    assert a["logs"] == b["logs"] and len(a["logs"]) == STEPS  # every stare/* statistic is the global one
+    assert a["logs"] == b["logs"] and len(a["logs"]) == STEPS  # every control/ and loss/ statistic is the global one
     for rec, n in zip(a["logs"], a["rounds"], strict=True):
-        assert rec["stare/dynamic_sampling/gen_rounds"] == n
-        assert rec["stare/dynamic_sampling_kept"] == 1.0 and rec["stare/dynamic_sampling/short_groups"] == 0.0
+        assert rec["dynamic_sampling/gen_rounds"] == n
+        assert rec["dynamic_sampling/kept"] == 1.0 and rec["dynamic_sampling/short_groups"] == 0.0
 
 
 def test_each_rank_trains_on_full_batches_of_informative_groups(ranks) -> None:

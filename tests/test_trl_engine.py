@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 REQUIRED_METRICS = (
     "loss", "actor/pg_loss", "actor/entropy", "actor/pg_clipfrac", "actor/ppo_kl", "actor/grad_norm",
-    "critic/score/mean", "response_length/mean", "stare/mean_weight",
+    "critic/score/mean", "response_length/mean", "loss/mean_weight",
     "quadrant/pos_high_frac", "quadrant/pos_low_frac", "quadrant/neg_high_frac", "quadrant/neg_low_frac",
 )
 
@@ -135,12 +135,12 @@ def test_stare_weights_differ_from_one_exactly_when_gate_on(tmp_path: Path, targ
     trainer = make_trainer(tmp_path, "stare", {"target_entropy": target, "variant": "O1"})
     trainer.train()
     for rec in step_logs(trainer):
-        assert rec["stare/gate_on"] == float(gate_on)
-        assert (rec["stare/batch_entropy"] < target) == gate_on
+        assert rec["control/gate_on"] == float(gate_on)
+        assert (rec["control/batch_entropy"] < target) == gate_on
         if gate_on:
-            assert rec["stare/l_plus_frac"] > 0 and rec["stare/mean_weight"] > 1.0  # W = 1.1 on L+
+            assert rec["loss/l_plus_frac"] > 0 and rec["loss/mean_weight"] > 1.0  # W = 1.1 on L+
         else:
-            assert rec["stare/mean_weight"] == 1.0  # all weights exactly 1 (selection still logged)
+            assert rec["loss/mean_weight"] == 1.0  # all weights exactly 1 (selection still logged)
     assert trainer.controller_state()["gate"]["gate_on"] is gate_on
 
 
@@ -200,14 +200,14 @@ def test_dynamic_sampling_drops_constant_groups(tmp_path: Path) -> None:
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     for rec in step_logs(trainer):
-        assert rec["stare/dynamic_sampling_kept"] == 0.0
+        assert rec["dynamic_sampling/kept"] == 0.0
         assert rec["loss"] == 0.0 and rec["actor/grad_norm"] == 0.0
     assert all(torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
 
     trainer = make_trainer(tmp_path / "b", "vanilla", method_args={"dynamic_sampling": True,
                                                                    "dynamic_sampling_mode": "mask"})
     trainer.train()
-    assert all(r["stare/dynamic_sampling_kept"] > 0.5 for r in step_logs(trainer))
+    assert all(r["dynamic_sampling/kept"] > 0.5 for r in step_logs(trainer))
 
 
 def half_constant_reward(prompts: list, completions: list, **kwargs: Any) -> list[float]:
@@ -248,8 +248,8 @@ def test_refill_keeps_the_batch_full_of_informative_groups(tmp_path: Path) -> No
     assert sizes == [16] * 3  # per_device_train_batch_size rows in every update
     logs = step_logs(trainer)
     for rec, n_rounds in zip(logs, rounds, strict=True):
-        assert rec["stare/dynamic_sampling_kept"] == 1.0 and rec["stare/dynamic_sampling/short_groups"] == 0.0
-        assert rec["stare/dynamic_sampling/gen_rounds"] == n_rounds >= 1
+        assert rec["dynamic_sampling/kept"] == 1.0 and rec["dynamic_sampling/short_groups"] == 0.0
+        assert rec["dynamic_sampling/gen_rounds"] == n_rounds >= 1
     assert max(rounds) >= 2  # about half the prompts give constant groups: the first round alone is short
 
 
@@ -262,8 +262,8 @@ def test_refill_stops_at_max_num_gen_batches(tmp_path: Path) -> None:
     trainer.train()
     assert rounds == [3, 3] and sizes == [16, 16]
     for rec in step_logs(trainer):
-        assert rec["stare/dynamic_sampling/gen_rounds"] == 3.0 and rec["stare/dynamic_sampling/short_groups"] == 4.0
-        assert rec["stare/dynamic_sampling_kept"] == 0.0 and rec["loss"] == 0.0
+        assert rec["dynamic_sampling/gen_rounds"] == 3.0 and rec["dynamic_sampling/short_groups"] == 4.0
+        assert rec["dynamic_sampling/kept"] == 0.0 and rec["loss"] == 0.0
     assert all(torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
 
 

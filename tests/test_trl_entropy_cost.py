@@ -60,7 +60,7 @@ def test_entropy_computed_exactly_when_needed(tmp_path: Path, method: str, quadr
     (rec,) = step_logs(trainer)
     assert ("actor/entropy" in rec) == wants and math.isfinite(rec["loss"])
     if method == "stare":
-        assert "stare/batch_entropy" in rec
+        assert "control/batch_entropy" in rec
 
 
 def test_controllers_reuse_trls_old_log_prob_pass(tmp_path: Path) -> None:
@@ -90,4 +90,4 @@ def test_controllers_reuse_trls_old_log_prob_pass(tmp_path: Path) -> None:
     lp, ent, captured, old = fresh[0]
     assert torch.equal(captured, ent) and torch.equal(old, lp)
     rec = step_logs(trainer)[0]
-    assert rec["stare/gate_on"] == 1.0 and math.isfinite(rec["stare/batch_entropy"])
+    assert rec["control/gate_on"] == 1.0 and math.isfinite(rec["control/batch_entropy"])

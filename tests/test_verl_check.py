@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("verl")
 
 from stare_rl import list_methods  # noqa: E402
-from stare_rl.engines.verl.adapter import check as C  # noqa: E402
+from stare_rl.engines.verl import check as C  # noqa: E402
 
 
 def test_plugin_policy_follows_verls_rule() -> None:
@@ -16,6 +16,7 @@ def test_plugin_policy_follows_verls_rule() -> None:
     assert C.plugin_allowed("other, stare_rl") and not C.plugin_allowed("other")
 
 
+@pytest.mark.slow  # a fresh Python process: seconds
 def test_check_passes_on_this_install_and_lists_every_method() -> None:
     report = C.check_verl(fresh=True, exact=False)  # a fresh interpreter: `import verl` as a worker does it
     assert report.ok, report.format()
@@ -24,6 +25,7 @@ def test_check_passes_on_this_install_and_lists_every_method() -> None:
     assert report.versions["verl"].startswith("0.9") and "OK: verl will load stare-rl" in report.format()
 
 
+@pytest.mark.slow  # a fresh Python process: seconds
 def test_disabled_plugins_are_reported_with_the_missing_names(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(C.PLUGIN_POLICY_ENV, "none")  # verl then skips every plugin in the fresh interpreter
     report = C.check_verl(fresh=True, exact=False)

@@ -49,7 +49,7 @@ import stare_rl.engines.verl.main as vm  # noqa: E402
 from stare_rl import aggregate, compute_loss  # noqa: E402
 from stare_rl.control.base import global_token_mean  # noqa: E402
 from stare_rl.core.types import LossContext, TokenBatch  # noqa: E402
-from stare_rl.engines.verl.adapter import adapter as V  # noqa: E402
+from stare_rl.engines.verl import adapter as V  # noqa: E402
 from stare_rl.io.runlog import CONTROLLER_FILE  # noqa: E402
 
 RECIPES = Path(str(resources.files("stare_rl") / "recipes" / "verl"))
@@ -296,10 +296,10 @@ def test_one_step_gate_schedule_and_loss_through_verl_hooks(tmp_path: Path, monk
 
     low = step_data(seed=1, entropy_scale=0.4)  # token-mean entropy ~0.2 < 0.3: gate on, W up, M down
     metrics, batch = run_step(trainer, mem, low)
-    assert metrics["stare_rl/batch_entropy"] == pytest.approx(low["h"], rel=1e-6) and low["h"] < 0.3
+    assert metrics["control/batch_entropy"] == pytest.approx(low["h"], rel=1e-6) and low["h"] < 0.3
     assert metrics["actor/entropy"] == pytest.approx(low["h"], rel=1e-5)  # verl's own token-mean metric agrees
-    assert metrics["stare_rl/gate_on"] == 1.0
-    assert (metrics["stare_rl/reweight_w"], metrics["stare_rl/reweight_m"]) == pytest.approx((1.11, 0.89))
+    assert metrics["control/gate_on"] == 1.0
+    assert (metrics["control/reweight_w"], metrics["control/reweight_m"]) == pytest.approx((1.11, 0.89))
     sent = batch.extra_info[V.STATE_KEY]  # the driver StepController's state_dict
     assert sent == trainer.stare_rl.state_dict() and sent["gate"]["gate_on"] is True
     assert (sent["schedule"]["reweight_w"], sent["schedule"]["reweight_m"]) == pytest.approx((1.11, 0.89))
@@ -314,7 +314,7 @@ def test_one_step_gate_schedule_and_loss_through_verl_hooks(tmp_path: Path, monk
 
     high = step_data(seed=2, entropy_scale=3.0)  # ~1.5 > 0.3: gate off, W/M relax
     metrics, batch = run_step(trainer, mem, high)
-    assert metrics["stare_rl/gate_on"] == 0.0
+    assert metrics["control/gate_on"] == 0.0
     assert batch.extra_info[V.STATE_KEY]["schedule"]["reweight_w"] == pytest.approx(1.10)
     stats = batch.extra_info[V.STATS_KEY]
     off = core_loss(high, cfg, gate_on=False, reweight_w=1.10, reweight_m=0.90, **stats)
@@ -329,9 +329,9 @@ def test_auto_weight_control_through_the_entry_point(tmp_path: Path, monkeypatch
     assert set(trainer.stare_rl.controllers) == {"auto"}
     low = step_data(seed=1, entropy_scale=0.4)  # token-mean entropy ~0.2 < 0.3: the strength rises
     metrics, batch = run_step(trainer, mem, low)
-    assert metrics["stare_rl/auto_strength"] == pytest.approx(0.25)  # first step: +rate_limit from W = 1
-    w, m = metrics["stare_rl/reweight_w"], metrics["stare_rl/reweight_m"]
-    assert metrics["stare_rl/gate_on"] == 1.0 and w == pytest.approx(math.exp(0.25)) and m == pytest.approx(1 / w)
+    assert metrics["control/auto_strength"] == pytest.approx(0.25)  # first step: +rate_limit from W = 1
+    w, m = metrics["control/reweight_w"], metrics["control/reweight_m"]
+    assert metrics["control/gate_on"] == 1.0 and w == pytest.approx(math.exp(0.25)) and m == pytest.approx(1 / w)
     assert batch.extra_info[V.STATE_KEY] == trainer.stare_rl.state_dict()
     stats = batch.extra_info[V.STATS_KEY]  # the driver's global-scope thresholds of the step batch
     loss = trainer.actor_rollout_wg.losses[-1]

@@ -21,7 +21,7 @@ from verl.workers.config import FSDPActorConfig, PolicyLossConfig  # noqa: E402
 
 from stare_rl import aggregate, compute_loss, list_methods  # noqa: E402
 from stare_rl.core.types import LossContext, TokenBatch  # noqa: E402
-from stare_rl.engines.verl.adapter import adapter as V  # noqa: E402
+from stare_rl.engines.verl import adapter as V  # noqa: E402
 from stare_rl.methods.stare.gate import GATE, StareGate, StareWeightSchedule  # noqa: E402
 
 PARITY = Path(os.environ.get("PARITY_VECTORS", Path(__file__).resolve().parents[2] / "shared" / "parity"))
@@ -56,6 +56,7 @@ def call(name: str, data: dict[str, torch.Tensor], cfg: FSDPActorConfig, mode: s
     return fn(**args, loss_agg_mode=mode, config=cfg, rollout_is_weights=weights)
 
 
+@pytest.mark.slow  # a fresh Python process: seconds
 def test_registry_after_bare_import_verl_in_fresh_process() -> None:
     code = ("import verl\nfrom verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY as R\n"
             "import json\nprint(json.dumps({k: getattr(v, '_stare_rl_method', None) for k, v in R.items()}))")
@@ -164,7 +165,7 @@ def test_plugin_only_gate_from_old_surprisal(shift: float, gate_on: bool) -> Non
     data["old_log_prob"] = data["old_log_prob"] * 0.05 - shift  # mean surprisal ~0.08 (< 0.3) or ~10
     pl = V.StareRLPolicyLossConfig(stare_top_p_ratio=0.5)
     loss, metrics = call("stare", data, actor_config(pl))
-    assert metrics["actor/stare/gate_on"] == float(gate_on)
+    assert metrics["loss/gate_on"] == float(gate_on)
     batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"])
     out = compute_loss("stare", batch, V.method_config("stare", pl), V.surrogate_config(actor_config(pl), "token-mean"),
                        LossContext(stats={"gate_on": gate_on}))
@@ -180,9 +181,9 @@ def test_step_state_gate_unless_surprisal_is_asked_and_schedule_weights() -> Non
         pl = V.StareRLPolicyLossConfig(stare_gate=gate, stare_weight_control=control, stare_top_p_ratio=0.5)
         with V.step_state(state):
             loss, metrics = call("stare", data, actor_config(pl))
-        assert metrics["actor/stare/gate_on"] == float(expected), gate
+        assert metrics["loss/gate_on"] == float(expected), gate
         wm = (1.3, 0.7) if control == "paper" else (1.1, 0.9)  # the schedule's W/M, or the config's
-        assert (metrics["actor/stare/reweight_w"], metrics["actor/stare/reweight_m"]) == pytest.approx(wm)
+        assert (metrics["loss/reweight_w"], metrics["loss/reweight_m"]) == pytest.approx(wm)
         out = compute_loss("stare", batch, V.method_config("stare", pl), V.surrogate_config(actor_config(pl), "token-mean"),
                            LossContext(stats={"gate_on": expected, "reweight_w": wm[0], "reweight_m": wm[1]}))
         torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
@@ -204,8 +205,8 @@ def test_auto_weight_control_uses_the_driver_state_and_needs_the_entry_point() -
     pl = V.StareRLPolicyLossConfig(stare_weight_control="auto", stare_variant="C2", stare_top_p_ratio=0.5)
     with V.step_state(V.StepState(controllers={"auto": auto.state_dict()})):
         loss, metrics = call("stare", data, actor_config(pl))
-    assert metrics["actor/stare/gate_on"] == 1.0
-    assert (metrics["actor/stare/reweight_w"], metrics["actor/stare/reweight_m"]) == pytest.approx((w, m))
+    assert metrics["loss/gate_on"] == 1.0
+    assert (metrics["loss/reweight_w"], metrics["loss/reweight_m"]) == pytest.approx((w, m))
     out = compute_loss("stare", batch, V.method_config("stare", pl), V.surrogate_config(actor_config(pl), "token-mean"),
                        LossContext(stats={"gate_on": True, "reweight_w": w, "reweight_m": m}))
     torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
@@ -222,7 +223,7 @@ def test_exact_gate_required_and_entropy_error_are_clear() -> None:
         call("stare", data, actor_config(V.StareRLPolicyLossConfig(stare_gate="exact")))
     with pytest.raises(ValueError, match="calculate_entropy=True"):
         call("high_entropy", data, actor_config())
-    with pytest.raises(ValueError, match=r"old_entropy.*stores.*stare_rl\.engines\.verl_main"):
+    with pytest.raises(ValueError, match=r"old_entropy.*stores.*stare_rl\.engines\.verl\.main"):
         call("steer", data, actor_config())  # plugin-only: verl hands a policy loss no old entropy
 
 
@@ -262,7 +263,7 @@ def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
     # the step state's gate wins over the plugin-only estimate (which would be on with a target of 10 nats)
     cfg = actor_config(V.StareRLPolicyLossConfig(loss_mode="stare", stare_target_entropy=10.0, stare_top_p_ratio=0.5))
     loss, metrics = V.exact_ppo_loss(cfg, out, td)
-    assert metrics["actor/stare/gate_on"].values == [0.0]
+    assert metrics["loss/gate_on"].values == [0.0]
     stare = compute_loss("stare", batch, V.method_config("stare", cfg.policy_loss), V.surrogate_config(cfg, "token-mean"),
                          LossContext(stats={"gate_on": False}))
     torch.testing.assert_close(loss, aggregate(stare.token_loss, batch.mask, "token-mean") - entropy_term)

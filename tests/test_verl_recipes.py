@@ -19,7 +19,7 @@ from omegaconf import OmegaConf  # noqa: E402
 from verl.trainer.ppo.utils import need_critic, need_reference_policy  # noqa: E402
 from verl.utils.config import omega_conf_to_dataclass, validate_config  # noqa: E402
 
-from stare_rl.engines.verl.adapter import adapter as V  # noqa: E402
+from stare_rl.engines.verl import adapter as V  # noqa: E402
 
 RECIPES = Path(str(resources.files("stare_rl") / "recipes" / "verl"))
 NAMES = sorted(p.stem for p in RECIPES.glob("*.yaml"))
@@ -163,7 +163,7 @@ def test_recipe_composes_validates_and_instantiates(tmp_path: Path, name: str) -
 @pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("grpo")])
 def test_baseline_recipe_validates_under_the_exact_trainer_mode(name: str) -> None:
     """STARE/STEER recipes set this mode themselves (checked above); the baselines can run there too."""
-    from stare_rl.engines.verl.adapter import main as verl_main
+    from stare_rl.engines.verl import main as verl_main
 
     cfg = load(name, ["trainer.use_v1=True", f"trainer.v1.trainer_mode={verl_main.TRAINER_MODE}"])
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))

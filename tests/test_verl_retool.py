@@ -19,7 +19,7 @@ from omegaconf import OmegaConf  # noqa: E402
 from verl.trainer.ppo.utils import need_critic, need_reference_policy  # noqa: E402
 from verl.utils.config import omega_conf_to_dataclass, validate_config  # noqa: E402
 
-from stare_rl.engines.verl.adapter import adapter as V  # noqa: E402
+from stare_rl.engines.verl import adapter as V  # noqa: E402
 
 RECIPES = Path(str(resources.files("stare_rl") / "recipes" / "verl"))
 NAME = "retool/stare_retool_qwen25_7b"
@@ -43,7 +43,7 @@ def test_retool_recipe_composes_validates_and_instantiates(tmp_path: Path) -> No
         cfg = compose(config_name=NAME, overrides=args[4:])
     OmegaConf.resolve(cfg)
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
-    from stare_rl.engines.verl.adapter import main as verl_main
+    from stare_rl.engines.verl import main as verl_main
 
     verl_main.check_config(cfg)
     assert (cfg.data.train_files, cfg.data.val_files, cfg.actor_rollout_ref.model.path) == (

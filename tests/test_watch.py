@@ -119,7 +119,7 @@ def test_stare_train_warns_on_a_reward_that_is_always_zero(tmp_path: Path, capsy
     assert "the reward was 0 for every completion in the last 2 steps (to step 2)" in caplog.text
     records = read_metrics(run)
     assert [r["step"] for r in records] == [1, 2, 3]
-    assert all(r["stare/dynamic_sampling_kept"] == 0.0 and r["loss"] == 0.0 for r in records)
+    assert all(r["dynamic_sampling/kept"] == 0.0 and r["loss"] == 0.0 for r in records)
     card = (run / "README.md").read_text()
     assert "GRPO fine-tuning with the **stare** policy loss" in card and "[None]" not in card
     assert (run / "model" / "README.md").read_text() == card

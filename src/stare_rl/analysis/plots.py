@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from stare_rl.analysis.runs import Run
+from stare_rl.core.metrics import BATCH_ENTROPY, MEAN_WEIGHT
+from stare_rl.core.registry import declared_metrics
 
 logger = logging.getLogger(__name__)
 
-ENTROPY_KEYS = ("actor/entropy", "entropy", "stare/batch_entropy")
+ENTROPY_KEYS = ("actor/entropy", "entropy", BATCH_ENTROPY)
 REWARD_KEYS = ("critic/score/mean", "reward", "critic/rewards/mean", "rewards/mean")
 
 
@@ -38,7 +40,7 @@ class Figure:
 _Q = ("pos_high", "pos_low", "neg_high", "neg_low")
 FIGURES = (
     Figure("entropy", "Policy entropy (target band shaded)", (
-        Panel("token-mean entropy", ENTROPY_KEYS), Panel("gate batch entropy", ("stare/batch_entropy",)))),
+        Panel("token-mean entropy", ENTROPY_KEYS), Panel("controllers' batch entropy", (BATCH_ENTROPY,)))),
     Figure("reward", "Reward and accuracy", (
         Panel("training reward", REWARD_KEYS),
         Panel("accuracy", ("eval/accuracy", "val/accuracy", "accuracy", "eval/avg@k", "val/avg@k")))),
@@ -51,20 +53,25 @@ FIGURES = (
         Panel("held-out sampling entropy", ("eval/entropy",)))),
     Figure("response_length", "Response length", (
         Panel("mean response length (tokens)", ("response_length/mean", "completions/mean_length")),)),
-    Figure("gate", "STARE gate", (Panel("gate on (share of seeds)", ("stare/gate_on",), (-0.05, 1.05)),)),
-    Figure("weights", "Token weights", (
-        Panel("W (L+ weight)", ("stare/reweight_w",)), Panel("M (L- weight)", ("stare/reweight_m",)),
-        Panel("mean token weight", ("stare/mean_weight",)),
-        Panel("L+ token fraction", ("stare/l_plus_frac",)), Panel("L- token fraction", ("stare/l_minus_frac",)))),
+    Figure("weights", "Token weights", (Panel("mean token weight", (MEAN_WEIGHT,)),)),
     Figure("quadrants", "Token quadrants (advantage sign x surprisal vs entropy)", (
-        *(Panel(f"{q} fraction", (f"quadrant/{q}_frac",)) for q in _Q),
-        Panel("L+ share of |predicted dH|", ("quadrant/l_plus_share",)),
-        Panel("L- share of |predicted dH|", ("quadrant/l_minus_share",)))),
+        *(Panel(f"{q} fraction", (f"quadrant/{q}_frac",)) for q in _Q),)),
     Figure("quadrant_dh", "Predicted entropy change per quadrant (per valid token)", (
         *(Panel(f"{q} predicted dH", (f"quadrant/{q}_dh_pred",)) for q in _Q),
         Panel("total predicted dH", ("quadrant/dh_pred",)))),
 )
 
+
+
+def method_figure() -> Figure:
+    """One panel per metric that a registered method declares (``register_method(..., metrics=...)``)."""
+    return Figure("method", "Method controls and token selections (declared by each method)",
+                  tuple(Panel(m.label, (m.key,), m.ylim) for m in declared_metrics()))
+
+
+def figures() -> tuple[Figure, ...]:
+    """Every report figure: the generic ones, then the methods' declared metrics."""
+    return (*FIGURES, method_figure())
 
 def pick_key(runs: list[Run], keys: tuple[str, ...]) -> str | None:
     """The first candidate metric name that any run logged."""

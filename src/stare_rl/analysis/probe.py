@@ -29,7 +29,7 @@ from torch import nn
 from stare_rl.analysis.estimators import ESTIMATORS, predicted_changes, score
 from stare_rl.core.aggregate import aggregate
 from stare_rl.core.quadrants import QUADRANTS, quadrant_masks
-from stare_rl.core.registry import compute_loss
+from stare_rl.core.registry import BASELINE_METHOD, compute_loss
 from stare_rl.core.types import LossContext, TokenBatch
 
 OPTIMIZERS = ("sgd", "adamw")
@@ -135,7 +135,7 @@ class StepSpec:
 class LossSpec:
     """The loss whose step is measured: a registered method and an aggregation mode."""
 
-    method: str = "vanilla"
+    method: str = BASELINE_METHOD
     loss_agg_mode: str = "token-mean"
     method_config: object | None = None
     context: LossContext = field(default_factory=LossContext)

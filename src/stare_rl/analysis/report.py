@@ -17,8 +17,8 @@ import numpy as np
 
 from stare_rl.analysis.plots import (
     ENTROPY_KEYS,
-    FIGURES,
     REWARD_KEYS,
+    figures,
     group_by_method,
     pick_key,
     render_figure,
@@ -164,13 +164,13 @@ def build_report(run_dirs: list[str | Path], out_dir: str | Path, band_rel: floa
     out.mkdir(parents=True, exist_ok=True)
     groups = group_by_method(runs)
     _warn_step_mismatch(groups)
-    figures = [p for f in FIGURES if (p := render_figure(f, runs, out, band_rel)) is not None]
+    pngs = [p for f in figures() if (p := render_figure(f, runs, out, band_rel)) is not None]
     rows = [run_summary(r, runs, band_rel) for r in runs]
     per_method = method_summary(rows)
     (out / "summary.json").write_text(json.dumps({"runs": rows, "methods": per_method}, indent=2))
     imgs = "".join(
         f'<h2>{html.escape(p.stem)}</h2><img alt="{html.escape(p.stem)}" src="data:image/png;base64,'
-        f'{base64.b64encode(p.read_bytes()).decode("ascii")}"/>' for p in figures)
+        f'{base64.b64encode(p.read_bytes()).decode("ascii")}"/>' for p in pngs)
     listing = "".join(f"<li>{html.escape(r.label)}: <code>{html.escape(str(r.path))}</code></li>" for r in runs)
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>stare report</title><style>{_CSS}"
             f"</style></head><body><h1>stare report: {len(runs)} run(s), {len(groups)} method(s)</h1>"
@@ -179,5 +179,5 @@ def build_report(run_dirs: list[str | Path], out_dir: str | Path, band_rel: floa
             f"{imgs}</body></html>")
     path = out / "report.html"
     path.write_text(page, encoding="utf-8")
-    logger.info("wrote %s with %d figure(s)", path, len(figures))
+    logger.info("wrote %s with %d figure(s)", path, len(pngs))
     return path

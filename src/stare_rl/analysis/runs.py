@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stare_rl.core.metrics import current_name
+from stare_rl.core.registry import list_methods
 from stare_rl.io.runlog import METRICS_FILE, iter_metrics
 
 logger = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ def read_series(path: Path) -> dict[str, list[tuple[int, float]]]:
     Lines without a numeric step are warned about and skipped; a repeated step keeps its last value.
     """
     by_step: dict[str, dict[int, float]] = {}
+    methods = list_methods()
     last_step: int | None = None
     for lineno, row in iter_metrics(path):
         step = row.get("step")
@@ -74,8 +77,8 @@ def read_series(path: Path) -> dict[str, list[tuple[int, float]]]:
         last_step = step
         for key, value in row.items():
             num = _number(value)
-            if key != "step" and num is not None:
-                by_step.setdefault(key, {})[step] = num
+            if key != "step" and num is not None:  # runs of older versions: read under the current names
+                by_step.setdefault(current_name(key, methods), {})[step] = num
     return {k: sorted(v.items()) for k, v in by_step.items()}
 
 

@@ -10,7 +10,7 @@ Grid file::
     out: runs/compare              # where cells, report and results go (--out overrides)
     seeds: [0, 1, 2]
     parallel: 2                    # cells run at once (one torch thread each)
-    target_entropy: 0.3            # STARE target for every gated method + the band of every run's score
+    target_entropy: 0.3            # target of every method holding one (a target_entropy field) + the band
     band: 0.25                     # +-25 % of the target
     base: {task: countdown, learning_rate: 1.0e-4, ...}      # stare train fields shared by all cells
     methods:
@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from stare_rl.core.metrics import MEAN_WEIGHT
+from stare_rl.core.registry import declared_metrics
 from stare_rl.io.runlog import RunLayout, write_json_atomic, write_text_atomic
 
 logger = logging.getLogger(__name__)
@@ -41,11 +43,13 @@ LABEL_FILE = "run_config.json"  # read first by stare report: labels the run wit
 CELL_CONFIG = "cell.yaml"
 
 
-def _gated(train_method: Any) -> bool:
-    """Whether a ``stare train`` method takes the STARE gate's ``target_entropy`` (its registered trait)."""
+def _holds_target(train_method: Any) -> bool:
+    """Whether a ``stare train`` method holds an entropy target: its config has a ``target_entropy`` field."""
     from stare_rl.core.registry import get_method, list_methods
 
-    return train_method in list_methods() and get_method(train_method).gated
+    if train_method not in list_methods():
+        return False
+    return "target_entropy" in {f.name for f in dataclasses.fields(get_method(train_method).config_cls)}
 
 
 _TOP_KEYS = {"out", "seeds", "parallel", "target_entropy", "band", "base", "methods", "smoke"}
@@ -73,7 +77,7 @@ class Grid:
     def cell_config(self, method: str) -> dict[str, Any]:
         """``stare train`` fields of one method's cells (without seed and output_dir)."""
         cfg = {**self.base, **self.methods[method]}
-        if self.target_entropy is not None and _gated(cfg.get("method")):
+        if self.target_entropy is not None and _holds_target(cfg.get("method")):
             cfg.setdefault("target_entropy", self.target_entropy)
         return cfg
 
@@ -262,13 +266,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 DIAGNOSTICS: tuple[tuple[str, str], ...] = (
     ("quadrant/pos_high_frac", "A>0, s>H tokens"),
     ("quadrant/neg_high_frac", "A<0, s>H tokens"),
-    ("stare/l_plus_frac", "L+ tokens"),
-    ("stare/l_minus_frac", "L- tokens"),
-    ("quadrant/l_plus_share", "L+ share of abs. pred. dH"),
-    ("quadrant/l_minus_share", "L- share of abs. pred. dH"),
-    ("stare/gate_on", "gate on"),
-    ("stare/mean_weight", "mean token weight"),
+    (MEAN_WEIGHT, "mean token weight"),
 )
+DIAGNOSTICS += tuple((m.key, m.label) for m in declared_metrics())  # what each method declares at registration
 
 
 def diagnostic_means(series: Mapping[str, Sequence[tuple[int, float]]]) -> dict[str, float | None]:
@@ -324,7 +324,7 @@ def spread(values: Sequence[float | None]) -> dict[str, Any] | None:
 
 def results_table(per_run: Mapping[str, Sequence[Mapping[str, float | None]]], grid: Grid,
                   baseline: str = "grpo") -> dict[str, Any]:
-    """Per method: mean / std / min / max over seeds of every column; deltas and the issue's targets vs GRPO.
+    """Per method: mean / std / min / max over seeds of every column; deltas and the targets vs GRPO.
 
     Args:
         per_run: method -> the :func:`run_metrics` of each of its seeds.
@@ -358,14 +358,14 @@ def _deltas(m: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, float | 
 
 
 def _targets(methods: list[dict[str, Any]], base: Mapping[str, Any] | None, baseline: str) -> dict[str, Any]:
-    """The issue's targets, measured (not forced): GRPO collapse; STARE in band; STARE accuracy gains."""
+    """The targets, measured (not forced): GRPO collapse; STARE in band; STARE accuracy gains."""
     out: dict[str, Any] = {}
     if base is not None:
         ratio = _mean(base, "entropy_ratio")
         out[f"{baseline}_final_entropy_below_30pct_of_start"] = None if ratio is None else ratio < 0.3
         out[f"{baseline}_entropy_ratio"] = ratio
     for m in methods:
-        if not _gated(m["train_method"]):
+        if not _holds_target(m["train_method"]):
             continue
         d = m.get("vs_" + baseline) or {}
         after = _mean(m, "in_band_after_cross")

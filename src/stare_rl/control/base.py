@@ -41,7 +41,13 @@ class StepObservation:
 
 @runtime_checkable
 class Controller(Protocol):
-    """A per-step controller (see the module docstring)."""
+    """A per-step controller (see the module docstring).
+
+    Capabilities are attributes of the controller, read by engines with :func:`is_memoryless`, never by the
+    method's name: ``memoryless = True`` says that its outputs depend on the current observation only (no
+    history, no step count), so an engine without per-step driver state (verl's plugin-only path) may update
+    it from a micro-batch estimate of the batch entropy. Absent means False.
+    """
 
     def update(self, obs: StepObservation) -> None: ...
 
@@ -117,6 +123,11 @@ class AdaptiveEntropyCoef:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for k in ("target_entropy", "step", "coef_min", "coef_max", "coef"):
             setattr(self, k, float(state[k]))
+
+
+def is_memoryless(controller: Any) -> bool:
+    """Whether ``controller`` declares ``memoryless = True`` (see :class:`Controller`)."""
+    return bool(getattr(controller, "memoryless", False))
 
 
 def global_token_mean(

@@ -19,6 +19,8 @@ Tokens with ``A == 0`` carry no gradient and belong to no quadrant (their fracti
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 from stare_rl.core.tokens import entropy_sensitivity_leading
@@ -61,8 +63,7 @@ def quadrant_stats(
     mask: torch.Tensor,
     *,
     sensitivity: torch.Tensor | None = None,
-    l_plus: torch.Tensor | None = None,
-    l_minus: torch.Tensor | None = None,
+    selections: Mapping[str, torch.Tensor] | None = None,
     lr_scale: float = 1.0,
 ) -> dict[str, torch.Tensor]:
     """Quadrant token fractions, predicted entropy change per quadrant, and the L+/L- shares.
@@ -74,22 +75,22 @@ def quadrant_stats(
         mask: ``(B, T)`` 1 on valid tokens.
         sensitivity: optional ``(B, T)`` exact S(a) (:func:`stare_rl.core.tokens.entropy_sensitivity`, needs the
             logits); default: its leading term ``pi_a (log pi_a + H)`` from ``log_prob`` and ``entropy``.
-        l_plus: optional ``(B, T)`` bool selection L+ of the method (e.g. ``LossOutput.masks["l_plus"]``).
-        l_minus: optional ``(B, T)`` bool selection L-.
+        selections: optional ``{name: (B, T) bool}`` token selections of the method (its ``LossOutput.masks``,
+            e.g. STARE's ``l_plus`` / ``l_minus``); each gets a ``<name>_share``.
         lr_scale: multiplies every predicted change (e.g. the learning rate); shares are scale free.
 
     Returns:
         0-dim detached float32 tensors keyed ``quadrant/<name>``:
         ``{q}_frac`` (tokens in quadrant q / valid tokens) for q in :data:`QUADRANTS`, ``zero_adv_frac``;
         ``{q}_dh_pred`` = ``lr_scale * sum_{t in q} (-A_t S_t) / n_valid`` and ``dh_pred`` (all valid tokens);
-        ``l_plus_share`` / ``l_minus_share`` (only when the mask is given) = ``sum_{L} |dH_t| / sum |dH_t|``.
+        ``<name>_share`` for each selection = ``sum_{t in selection} |dH_t| / sum |dH_t|``.
         Every value is 0 (never NaN) when nothing is valid or all predicted changes are 0.
 
     Notes:
         Statistics of the tensors handed in (a micro-batch); the engine logs them per step.
     """
     _check_shapes(log_prob, {"entropy": entropy, "advantages": advantages, "mask": mask,
-                             "sensitivity": sensitivity, "l_plus": l_plus, "l_minus": l_minus})
+                             "sensitivity": sensitivity, **(selections or {})})
     with torch.no_grad():
         valid = mask > 0  # (B, T)
         if sensitivity is None:
@@ -106,7 +107,7 @@ def quadrant_stats(
         out[f"{PREFIX}dh_pred"] = dh.sum() / n_valid
         total_abs = dh.abs().sum()  # 0-dim
         denom = torch.where(total_abs > 0, total_abs, torch.ones_like(total_abs))
-        for key, sel in (("l_plus", l_plus), ("l_minus", l_minus)):
+        for key, sel in (selections or {}).items():
             if sel is not None:
                 out[f"{PREFIX}{key}_share"] = dh.abs()[(sel > 0) & valid].sum() / denom
     return out

@@ -19,6 +19,7 @@ from stare_rl.core.surrogate import SurrogateConfig
 from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
 BUILTIN_METHODS = "stare_rl.methods"  # the package whose import registers the built-in methods
+BASELINE_METHOD = "vanilla"  # plain GRPO/PPO clipped surrogate: the default wherever no method is chosen (verl's too)
 
 MethodFn = Callable[[TokenBatch, Any, SurrogateConfig, LossContext], LossOutput]
 
@@ -42,6 +43,23 @@ class GlobalStats:
 
 
 @dataclass(frozen=True)
+class MetricSpec:
+    """A metric a method wants plotted and tabled (reports read these from the registry, never by name).
+
+    Args:
+        key: the logged name in the one namespace of :mod:`stare_rl.core.metrics` (e.g. ``control/gate_on``).
+        label: panel and table label.
+        short: name in the training progress bar (None: not shown there).
+        ylim: fixed y-range of its panel (None: automatic).
+    """
+
+    key: str
+    label: str
+    short: str | None = None
+    ylim: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     """A registered method: its loss function, config class and traits (declared once, at registration).
 
@@ -51,10 +69,10 @@ class MethodSpec:
         config_cls: the frozen config dataclass.
         needs_entropy: ``batch.entropy`` (current policy, full vocabulary) must be given.
         needs_old_entropy: ``batch.old_entropy`` (behaviour / old policy) must be given.
-        gated: the config has ``target_entropy`` and the controllers include the STARE gate (``"gate"``).
         global_stats: how to compute whole-step-batch statistics (None: the method has none).
         controllers: ``cfg -> {name: controller}`` (:class:`stare_rl.control.base.Controller`); the names key the
             saved state. None: the method keeps no state across steps.
+        metrics: the method's metrics worth a plot panel and a table column (:class:`MetricSpec`).
     """
 
     name: str
@@ -62,9 +80,9 @@ class MethodSpec:
     config_cls: type
     needs_entropy: bool = False
     needs_old_entropy: bool = False
-    gated: bool = False
     global_stats: GlobalStats | None = None
     controllers: Callable[[Any], dict[str, Any]] | None = None
+    metrics: tuple[MetricSpec, ...] = ()
 
     def make_controllers(self, cfg: Any) -> dict[str, Any]:
         """This method's controllers for ``cfg`` (``{}`` when it keeps no state)."""
@@ -80,17 +98,17 @@ def register_method(
     *,
     needs_entropy: bool = False,
     needs_old_entropy: bool = False,
-    gated: bool = False,
     global_stats: GlobalStats | None = None,
     controllers: Callable[[Any], dict[str, Any]] | None = None,
+    metrics: tuple[MetricSpec, ...] = (),
 ) -> Callable[[MethodFn], MethodFn]:
     """Decorator: register ``fn`` under ``name`` with its frozen config dataclass and traits (see :class:`MethodSpec`)."""
 
     def deco(fn: MethodFn) -> MethodFn:
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise ValueError(f"method {name!r} is already registered")
-        _REGISTRY[name] = MethodSpec(name, fn, config_cls, needs_entropy, needs_old_entropy, gated, global_stats,
-                                     controllers)
+        _REGISTRY[name] = MethodSpec(name, fn, config_cls, needs_entropy, needs_old_entropy, global_stats,
+                                     controllers, tuple(metrics))
         return fn
 
     return deco
@@ -114,6 +132,16 @@ def get_method(name: str) -> MethodSpec:
     if name not in _REGISTRY:
         raise ValueError(f"method={name!r} is not registered; known methods: {sorted(_REGISTRY)}")
     return _REGISTRY[name]
+
+
+def declared_metrics() -> list[MetricSpec]:
+    """Every registered method's declared metrics, each key once, in method-name order."""
+    _ensure_loaded()
+    seen: dict[str, MetricSpec] = {}
+    for name in sorted(_REGISTRY):
+        for spec in _REGISTRY[name].metrics:
+            seen.setdefault(spec.key, spec)
+    return list(seen.values())
 
 
 def make_config(name: str, **kwargs: Any) -> Any:

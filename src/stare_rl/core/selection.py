@@ -197,11 +197,6 @@ def _as_numpy(values: torch.Tensor) -> np.ndarray:
     return values.numpy()
 
 
-def _kth_largest_exact(key: torch.Tensor, k: int, stride: int = 8) -> torch.Tensor:
-    """Exact k-th largest entry of a 1-D tensor (0-dim tensor), 1 <= k <= key.numel()."""
-    return _kth_exact(key, k, largest=True, stride=stride)[0]
-
-
 def _kth_exact(key: torch.Tensor, k: int, largest: bool, stride: int = 8) -> tuple[torch.Tensor, int | None]:
     """Exact k-th largest (or smallest) entry of a 1-D tensor, 1 <= k <= key.numel().
 

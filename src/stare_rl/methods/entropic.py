@@ -27,7 +27,8 @@ from typing import Any
 import torch
 
 from stare_rl.control.base import StepObservation
-from stare_rl.core.registry import register_method
+from stare_rl.core.metrics import control_metric
+from stare_rl.core.registry import MetricSpec, register_method
 from stare_rl.core.surrogate import LOG_RATIO_CLAMP, SurrogateConfig, clipped_surrogate, token_signs
 from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
@@ -135,7 +136,8 @@ def _controllers(cfg: EntroPICConfig) -> dict[str, EntroPICController]:
     return {"entropic_pi": EntroPICController.from_config(cfg)}
 
 
-@register_method("entropic", EntroPICConfig, controllers=_controllers)
+@register_method("entropic", EntroPICConfig, controllers=_controllers,
+                 metrics=(MetricSpec(control_metric(ALPHA_KEY), "EntroPIC alpha"),))
 def entropic_loss(batch: TokenBatch, cfg: EntroPICConfig, surrogate: SurrogateConfig, ctx: LossContext) -> LossOutput:
     """Clipped surrogate plus the PI-controlled high-probability term (EntroPIC; formula in the module doc).
 

@@ -9,8 +9,8 @@ This is the only module that imports ``trl``. It translates, nothing more:
   entropies) goes to :meth:`StepController.begin_step <stare_rl.control.step.StepController.begin_step>`
   (measure H -> the method's controllers and the adaptive entropy coefficient -> global statistics); the
   frozen context is used for every update on that batch;
-- metrics: verl names (``actor/*``, ``critic/*``, ``response_length/*``) plus ``stare/*`` and
-  ``quadrant/*``, into TRL's ``_metrics`` (hence every ``report_to`` logger) and ``metrics.jsonl``;
+- metrics: verl names (``actor/*``, ``critic/*``, ``response_length/*``) plus the one namespace of
+  :mod:`stare_rl.core.metrics` (``control/*``, ``loss/*``, ``dynamic_sampling/*``, ``quadrant/*``), into TRL's ``_metrics`` (hence every ``report_to`` logger) and ``metrics.jsonl``;
 - checkpoints: ``StepController.save`` / ``load`` (``checkpoint-N/`` + ``runlog.CONTROLLER_FILE``).
 
 TRL private hooks overridden (checked by ``tests/test_trl_engine.py``): :data:`TRL_HOOKS`.
@@ -38,8 +38,15 @@ from stare_rl.control.setup import LossSetup
 from stare_rl.core.advantages import compute_advantages, dynamic_sampling_mask
 from stare_rl.core.aggregate import aggregate
 from stare_rl.core.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
+from stare_rl.core.metrics import (
+    DYNAMIC_SAMPLING,
+    MEAN_WEIGHT,
+    control_metric,
+    loss_metric,
+    mask_fraction_metric,
+)
 from stare_rl.core.quadrants import quadrant_stats
-from stare_rl.core.registry import compute_loss
+from stare_rl.core.registry import compute_loss, declared_metrics
 from stare_rl.core.types import LossContext, TokenBatch
 from stare_rl.engines.trl.refill import GroupRefill, take_rows
 from stare_rl.io.runlog import (
@@ -199,7 +206,7 @@ class StareGRPOTrainer(GRPOTrainer):
         elif self.setup.dynamic_sampling:  # DAPO §3.2, mask mode: the constant groups leave the loss
             keep = dynamic_sampling_mask(rewards, group_size=self.num_generations)[local].float()
         if self.setup.dynamic_sampling:
-            self._metrics["train"]["stare/dynamic_sampling_kept"].append(float(keep.mean()))
+            self._metrics["train"][DYNAMIC_SAMPLING + "kept"].append(float(keep.mean()))
         out["stare_keep"] = keep  # (B,) 1 = the row takes part in the loss
         mask = _loss_mask(out)  # (B, T)
         out["stare_norm_tokens"], out["stare_norm_seqs"] = self._window_normalizers(mask)  # 0-dim each
@@ -276,8 +283,8 @@ class StareGRPOTrainer(GRPOTrainer):
             more = self._generate_round(self._refill_prompts(refill.rounds))
             refill.add(self._gather_rows(more), self._combined_rewards())
         rows, rewards, keep, metrics = refill.result()
-        for key, value in metrics.items():
-            self._metrics["train"][f"stare/{key}"].append(value)
+        for key, value in metrics.items():  # already dynamic_sampling/<key>
+            self._metrics["train"][key].append(value)
         start = self.accelerator.process_index * n_local
         mine = take_rows(rows, torch.arange(start, start + n_local))
         mine["num_items_in_batch"] = self.accelerator.reduce(mine["completion_mask"].sum(), reduction="sum")
@@ -376,7 +383,7 @@ class StareGRPOTrainer(GRPOTrainer):
         """StepController.begin_step on this rank's generation batch (detached); its metrics into TRL's buffer."""
         ctx = self.step_control.begin_step(batch, self._generation_index())
         for key, value in self.step_control.metrics().items():
-            self._metrics["train"][f"stare/{key}"].append(float(value))
+            self._metrics["train"][control_metric(key)].append(float(value))
         return ctx
 
     def _generation_index(self) -> int:
@@ -442,19 +449,17 @@ class StareGRPOTrainer(GRPOTrainer):
         n = valid.sum().clamp(min=1.0)
         m: dict[str, torch.Tensor] = {
             "actor/pg_loss": pg_loss,
-            "stare/mean_weight": (out.token_weights * valid).sum() / n,
+            MEAN_WEIGHT: (out.token_weights * valid).sum() / n,
         }
         if batch.entropy is not None:  # computed when the method, a controller or the diagnostics need it
             m["actor/entropy"] = (batch.entropy.detach() * valid).sum() / n
-        for key in ("l_plus", "l_minus"):
-            if key in out.masks:
-                m[f"stare/{key}_frac"] = (out.masks[key] & batch.valid).sum() / n
+        for key, sel in out.masks.items():  # every token selection the method returns
+            m[mask_fraction_metric(key)] = (sel & batch.valid).sum() / n
         for key, value in out.metrics.items():
-            name = key if "/" in key else (f"actor/{key}" if key in _ACTOR_METRICS else f"{self.setup.method}/{key}")
-            m.setdefault(name, value)
+            m.setdefault(f"actor/{key}" if key in _ACTOR_METRICS else loss_metric(key), value)
         if self.setup.quadrant_metrics:
             m.update(quadrant_stats(batch.log_prob, batch.entropy, batch.advantages, batch.mask,
-                                    l_plus=out.masks.get("l_plus"), l_minus=out.masks.get("l_minus")))
+                                    selections=out.masks))
         names = list(m)
         values = torch.stack([torch.as_tensor(v, dtype=torch.float32, device=pg_loss.device).reshape(())
                               for v in m.values()])
@@ -599,12 +604,13 @@ def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
 class CompactProgressCallback(ProgressCallback):
     """TRL's progress bar with a few headline metrics as its postfix instead of printing every log dict."""
 
-    SHOWN = {"critic/score/mean": "score", "actor/entropy": "entropy", "stare/gate_on": "gate",
-             "response_length/mean": "len"}
+    SHOWN = {"critic/score/mean": "score", "actor/entropy": "entropy", "response_length/mean": "len"}
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
         if state.is_world_process_zero and self.training_bar is not None and logs:
-            shown = {short: f"{logs[k]:.3g}" for k, short in self.SHOWN.items() if isinstance(logs.get(k), float)}
+            # plus the metrics that methods declare with a progress-bar name (e.g. STARE's gate)
+            shown_keys = {**self.SHOWN, **{m.key: m.short for m in declared_metrics() if m.short}}
+            shown = {short: f"{logs[k]:.3g}" for k, short in shown_keys.items() if isinstance(logs.get(k), float)}
             self.training_bar.set_postfix(shown, refresh=False)
 
 

@@ -33,12 +33,12 @@ from typing import Any
 
 import torch
 
-from stare_rl.control.base import StepObservation, global_token_mean
+from stare_rl.control.base import StepObservation, global_token_mean, is_memoryless
 from stare_rl.control.step import StepController
+from stare_rl.core.metrics import loss_metric
 from stare_rl.core.registry import compute_loss, get_method, list_methods
 from stare_rl.core.surrogate import SurrogateConfig
 from stare_rl.core.types import LossContext, TokenBatch
-from stare_rl.methods.stare.gate import GATE
 
 logger = logging.getLogger(__name__)
 
@@ -205,29 +205,32 @@ def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state
 
     The entry point's trainer runs the method's StepController once per step and sends its ``state_dict``;
     here a StepController of the same method is rebuilt from it, so every micro-batch sees the same controller
-    outputs. Plugin-only (no state), a gated method's gate is set from the surprisal estimate below.
+    outputs. Plugin-only (no state), the method's memoryless controllers (``Controller.memoryless``, e.g.
+    STARE's gate) are updated from the surprisal estimate below; any other controller needs the driver's state.
     """
     group = state.group if state is not None else None
     ctrl = StepController(name, cfg, group=group)
     exact = state is not None and state.controllers is not None
     if exact:
         ctrl.load_state_dict(state.controllers)
-    stateful = sorted(set(ctrl.controllers) - {GATE})  # any controller but the gate needs the driver's state
-    if not exact and (stateful or (ctrl.spec.gated and policy_loss.get("stare_gate", "auto") == "exact")):
+    memoryless = sorted(k for k, c in ctrl.controllers.items() if is_memoryless(c))
+    stateful = sorted(set(ctrl.controllers) - set(memoryless))  # these need the driver's per-step state
+    if not exact and (stateful or (memoryless and policy_loss.get("stare_gate", "auto") == "exact")):
         raise ValueError(
             f"policy_loss.stare_gate='exact' / controllers {stateful} of method {name!r} (e.g. weight_control, "
             "EntroPIC's PI) need the per-step state of the exact entry point: run "
             "`python -m stare_rl.engines.verl.main ...` instead of verl.trainer.main_ppo")
-    if ctrl.spec.gated and (not exact or policy_loss.get("stare_gate", "auto") == "surprisal"):
-        if GATE not in ctrl.controllers:  # weight_control='auto': a continuous strength, no hard gate to re-set
-            raise ValueError(f"policy_loss.stare_gate='surprisal' re-sets STARE's hard gate, but method {name!r} has "
-                             f"none (controllers {sorted(ctrl.controllers)}, e.g. weight_control='auto'): use "
-                             "stare_gate 'auto' or 'exact' with stare_rl.engines.verl.main")
+    if ctrl.controllers and (not exact or policy_loss.get("stare_gate", "auto") == "surprisal"):
+        if not memoryless:  # e.g. weight_control='auto': a continuous strength with history, nothing to re-set
+            raise ValueError(f"policy_loss.stare_gate='surprisal' re-sets a memoryless controller (a hard gate), but "
+                             f"method {name!r} has none (controllers {sorted(ctrl.controllers)}, e.g. "
+                             "weight_control='auto'): use stare_gate 'auto' or 'exact' with stare_rl.engines.verl.main")
         # STARE §4.3 gate, plugin-only: E_{a~pi_old}[-log pi_old(a)] = H(pi_old), so the token-mean surprisal of
         # the old policy is an unbiased estimate of the token-mean entropy (micro-batch, all DP ranks).
         # DEVIATION: the reference gates on the exact batch token-mean entropy measured once per step.
         h_hat = -global_token_mean(batch, "old_log_prob", group)
-        ctrl.controllers[GATE].update(StepObservation(entropy=h_hat, step=0, group=group))
+        for key in memoryless:
+            ctrl.controllers[key].update(StepObservation(entropy=h_hat, step=0, group=group))
     if state is not None and state.step_stats is not None and ctrl.global_stats_enabled:
         # selection_scope='global': the whole step batch's statistics, computed once by the driver
         stats = dict(state.step_stats)
@@ -248,7 +251,8 @@ def verl_token_batch(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advanta
 
 
 def _metric_name(method: str, key: str) -> str:
-    return f"actor/{key}" if key in _VERL_METRICS else f"actor/{method}/{key}"
+    """verl's own name for its metrics, else the one namespace's ``loss/<key>`` (as from TRL)."""
+    return f"actor/{key}" if key in _VERL_METRICS else loss_metric(key)
 
 
 def make_policy_loss(name: str) -> Callable[..., tuple[torch.Tensor, dict[str, Any]]]:

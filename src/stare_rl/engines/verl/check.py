@@ -12,7 +12,7 @@ module repeats verl's steps and says which one fails:
    ``stare_rl.<method>`` for every registered method;
 5. the exact entry point ``stare_rl.engines.verl.main`` imports (the STARE/STEER recipes run through it).
 
-``stare check-verl`` prints the report; ``verl_main`` calls :func:`require_plugin` (steps 1-4 in process)
+``stare check-verl`` prints the report; the exact entry point (``engines.verl.main``) calls :func:`require_plugin` (steps 1-4 in process)
 before it starts Ray.
 """
 

@@ -38,7 +38,8 @@ from verl.utils.config import omega_conf_to_dataclass, validate_config
 from verl.utils.device import auto_set_device
 
 from stare_rl.control.step import StepController
-from stare_rl.core.registry import get_method
+from stare_rl.core.metrics import control_metric
+from stare_rl.core.registry import BASELINE_METHOD, get_method
 from stare_rl.core.types import TokenBatch
 from stare_rl.engines.verl.adapter import NAME_PREFIX, STATE_KEY, STATS_KEY, exact_ppo_loss, method_config
 from stare_rl.engines.verl.check import require_plugin
@@ -52,7 +53,7 @@ STATS_FIELDS = ("old_log_probs", "advantages", "response_mask", "entropy")  # ..
 
 def loss_mode(config: Any) -> str:
     """The core method name of ``actor.policy_loss.loss_mode`` (``stare_rl.stare`` -> ``stare``)."""
-    return str(config.actor_rollout_ref.actor.policy_loss.get("loss_mode", "vanilla")).removeprefix(NAME_PREFIX)
+    return str(config.actor_rollout_ref.actor.policy_loss.get("loss_mode", BASELINE_METHOD)).removeprefix(NAME_PREFIX)
 
 
 def check_config(config: Any) -> None:
@@ -60,9 +61,10 @@ def check_config(config: Any) -> None:
     mode, actor = loss_mode(config), config.actor_rollout_ref.actor
     spec = get_method(mode)
     bypass = (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False)
-    if (spec.gated or spec.needs_old_entropy) and bypass:
+    if (spec.controllers is not None or spec.needs_old_entropy) and bypass:
         raise ValueError(f"algorithm.rollout_correction.bypass_mode=True: loss_mode={mode!r} needs the recomputed "
-                         "old log-probs and their entropy (the exact STARE gate, STEER's H); set it to False")
+                         "old log-probs and their entropy (its controllers' batch entropy, or the old policy's H "
+                         "in the loss); set it to False")
     if spec.needs_entropy and not actor.get("calculate_entropy", False):
         raise ValueError(f"actor_rollout_ref.actor.calculate_entropy=False: loss_mode={mode!r} needs the actor's "
                          "entropy in the loss; set it to True")
@@ -143,7 +145,7 @@ class StareRLTrainer(PPOTrainerSync):
             data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=list(ENTROPY_FIELDS))
             step = getattr(self, "global_steps", 1) - 1  # verl counts steps from 1
             self.stare_rl.update(step_batch(data), step=step)  # global statistics: in the loss, over the DP ranks
-            metrics.update({f"stare_rl/{k}": v for k, v in self.stare_rl.metrics().items()})
+            metrics.update({control_metric(k): v for k, v in self.stare_rl.metrics().items()})
         return batch
 
     def _update_actor(self, batch: Any, metrics: dict) -> Any:

@@ -21,6 +21,8 @@ class StareGate:
     ``gate_on`` is ``None`` before the first update (methods treat ``None`` as on, like the reference).
     """
 
+    memoryless = True  # gate_on depends on this step's entropy only (see control.base.Controller)
+
     def __init__(self, target_entropy: float = 0.3) -> None:
         _check_non_negative("target_entropy", target_entropy)
         self.target_entropy = float(target_entropy)

@@ -3,12 +3,13 @@
 STARE (Luo et al., "Surprisal-Guided Token-Level Advantage Reweighting for Policy Entropy Stability"):
 inside each advantage sign, the top-P fraction of tokens by surprisal ``s = -log pi(a)`` are the
 entropy-critical sets L+ (A > 0) and L- (A < 0). While the batch entropy is below a target (the gate, a
-controller in :mod:`stare_rl.control.base`), the clipped per-token loss is multiplied by W > 1 on L+ (variant O1)
+controller in :mod:`stare_rl.methods.stare.gate`), the clipped per-token loss is multiplied by W > 1 on L+ (variant O1)
 and additionally by M < 1 on L- (variant C2); everything else keeps weight 1.
 
-Traits (declared at registration): gated (the §4.3 gate; the §4.4 W/M schedule with ``weight_control='paper'``;
-with ``weight_control='auto'`` this project's PI controller of W/M, :mod:`stare_rl.methods.stare.auto`, replaces the
-gate), global statistics (surprisal thresholds) with ``selection_scope='global'``.
+Traits (declared at registration): controllers (the §4.3 gate, memoryless; the §4.4 W/M schedule with
+``weight_control='paper'``; with ``weight_control='auto'`` this project's PI controller of W/M,
+:mod:`stare_rl.methods.stare.auto`, replaces the gate), global statistics (surprisal thresholds) with
+``selection_scope='global'``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from dataclasses import dataclass, field
 import torch
 
 from stare_rl.control.base import Controller
-from stare_rl.core.registry import GlobalStats, register_method
+from stare_rl.core.metrics import control_metric, mask_fraction_metric, selection_share_metric
+from stare_rl.core.registry import GlobalStats, MetricSpec, register_method
 from stare_rl.core.selection import (
     SELECTION_SCOPES,
     count_true,
@@ -160,6 +162,18 @@ def auto_weight_config(cfg: object) -> AutoWeightConfig:
         raise ValueError(re.sub(rf"\b({'|'.join(names)})=", r"auto_\1=", str(err))) from err
 
 
+# What reports plot and tables show for STARE (and its sensitivity variant): the gate, W and M, the selections.
+STARE_METRICS = (
+    MetricSpec(control_metric("gate_on"), "gate on (share of seeds)", short="gate", ylim=(-0.05, 1.05)),
+    MetricSpec(control_metric("reweight_w"), "W (L+ weight)"),
+    MetricSpec(control_metric("reweight_m"), "M (L- weight)"),
+    MetricSpec(mask_fraction_metric("l_plus"), "L+ token fraction"),
+    MetricSpec(mask_fraction_metric("l_minus"), "L- token fraction"),
+    MetricSpec(selection_share_metric("l_plus"), "L+ share of |predicted dH|"),
+    MetricSpec(selection_share_metric("l_minus"), "L- share of |predicted dH|"),
+)
+
+
 def stare_controllers(cfg: object) -> dict[str, Controller]:
     """A STARE-style config's controllers: the §4.3 gate, plus the §4.4 W/M schedule when ``weight_control='paper'``;
     with ``weight_control='auto'`` only the PI controller, which sets ``gate_on``, ``reweight_w`` and ``reweight_m``."""
@@ -276,9 +290,9 @@ def _stare_reduce(slots: tuple[torch.Tensor, ...], cfg: StareConfig) -> dict[str
 @register_method(
     "stare",
     StareConfig,
-    gated=True,
     global_stats=GlobalStats(_stare_candidates, _stare_reduce, enabled=lambda cfg: cfg.selection_scope == "global"),
     controllers=stare_controllers,
+    metrics=STARE_METRICS,
 )
 def stare_loss(
     batch: TokenBatch, cfg: StareConfig, surrogate: SurrogateConfig, ctx: LossContext
@@ -357,7 +371,7 @@ def _stare_metrics(
 ) -> dict[str, torch.Tensor]:
     """Detached scalar metrics from the selection's counts ``(|T+|, |T-|, |L+|, |L-|)``; fractions are over the
     valid tokens of this batch."""
-    dev, dt = batch.log_prob.device, batch.log_prob.dtype
+    dev = batch.log_prob.device
     n_valid = count_true(batch.mask > 0) if valid is None else count_true(valid)  # bool counts are cheap
     n_pos, n_neg, k_plus, k_minus = counts
     denom = float(max(n_valid, 1))
@@ -377,7 +391,8 @@ def _stare_metrics(
         "l_minus_frac": k_minus / denom,
         "mean_weight": weight_sum / denom,  # mean of the weights over valid tokens
     }
-    scalars = torch.tensor([float(v) for v in values.values()], dtype=dt, device=dev).unbind()  # one allocation
+    # float32 whatever the compute dtype: config values (W 1.1) must not be logged with bf16 rounding (1.109375)
+    scalars = torch.tensor([float(v) for v in values.values()], dtype=torch.float32, device=dev).unbind()
     return dict(zip(values, scalars, strict=True))
 
 

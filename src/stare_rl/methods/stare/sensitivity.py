@@ -31,6 +31,7 @@ from stare_rl.core.surrogate import SurrogateConfig, token_signs
 from stare_rl.core.tokens import entropy_sensitivity_leading
 from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 from stare_rl.methods.stare.loss import (
+    STARE_METRICS,
     StareControlFields,
     check_stare_fields,
     gated_weighted_surrogate,
@@ -81,8 +82,8 @@ def sensitivity_selection(
     return l_plus, l_minus, dh_pred
 
 
-@register_method("stare_sensitivity", StareSensitivityConfig, needs_entropy=True, gated=True,
-                 controllers=stare_controllers)
+@register_method("stare_sensitivity", StareSensitivityConfig, needs_entropy=True,
+                 controllers=stare_controllers, metrics=STARE_METRICS)
 def stare_sensitivity_loss(
     batch: TokenBatch, cfg: StareSensitivityConfig, surrogate: SurrogateConfig, ctx: LossContext
 ) -> LossOutput:

@@ -1,0 +1,81 @@
+"""The architecture's contracts that a reader relies on: layers, method knowledge kept in its method's package,
+one metric namespace. (The import layers themselves are checked by `lint-imports` in scripts/test.sh.)"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from stare_rl.core.metrics import current_name
+from stare_rl.core.registry import declared_metrics, get_method, list_methods
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "stare_rl"
+# Every layer but methods/ (where methods live) and train/ (the app, which picks the product's default method).
+GENERIC = ("engines", "control", "analysis", "compare", "core", "io", "evaluation")
+# The exceptions, with their reasons: the table that reads older runs names their old TRL prefix ``stare/``
+# (the project's name, which is also the method's); the registry defines the baseline's name once.
+ALLOWED = {"core/metrics.py", "core/registry.py"}
+
+
+def _method_mentions(path: Path, names: set[str]) -> list[str]:
+    """Identifiers equal to a method name, and strings equal to one or starting with ``<name>/``
+    (a metric prefix); comments and prose in docstrings are not code and are left alone."""
+    hits = []
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if tok.type == tokenize.NAME and tok.string in names:
+            hits.append(f"{path.relative_to(SRC)}:{tok.start[0]}: name {tok.string}")
+        elif tok.type == tokenize.STRING:
+            body = tok.string.strip("rbfRBF").strip("\"'")
+            if body in names or any(body.startswith(f"{n}/") for n in names):
+                hits.append(f"{path.relative_to(SRC)}:{tok.start[0]}: string {tok.string}")
+    return hits
+
+
+@pytest.mark.parametrize("package", GENERIC)
+def test_no_method_is_named_outside_its_own_package(package: str) -> None:
+    names = set(list_methods())
+    files = [p for p in sorted((SRC / package).rglob("*.py")) if str(p.relative_to(SRC)) not in ALLOWED]
+    hits = [h for p in files for h in _method_mentions(p, names)]
+    assert not hits, "method knowledge outside methods/:\n" + "\n".join(hits)
+
+
+def test_the_check_finds_a_method_name(tmp_path: Path) -> None:
+    bad = SRC / "engines" / "_probe_tmp.py"
+    try:
+        bad.write_text('KEY = "stare/gate_on"\nfrom stare_rl.methods.stare import gate\n')
+        assert len(_method_mentions(bad, set(list_methods()))) == 2
+    finally:
+        bad.unlink()
+
+
+def test_declared_metrics_live_in_the_one_namespace() -> None:
+    keys = [m.key for m in declared_metrics()]
+    assert keys and len(keys) == len(set(keys))
+    assert all(k.split("/", 1)[0] in {"control", "loss", "quadrant", "dynamic_sampling"} for k in keys), keys
+    assert "control/gate_on" in keys and get_method("stare").metrics  # declared where STARE is registered
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("stare/batch_entropy", "control/batch_entropy"),      # TRL, step controller
+    ("stare/gate_on", "control/gate_on"),
+    ("stare/auto_strength", "control/auto_strength"),
+    ("stare/entropic_alpha", "control/entropic_alpha"),
+    ("stare/entropy_coef", "control/entropy_coef"),
+    ("stare/mean_weight", "loss/mean_weight"),             # TRL, loss
+    ("stare/l_plus_frac", "loss/l_plus_frac"),
+    ("stare/k_plus", "loss/k_plus"),
+    ("entropic/high_prob_frac", "loss/high_prob_frac"),    # TRL, a loss's metric under its method's name
+    ("stare/dynamic_sampling_kept", "dynamic_sampling/kept"),
+    ("stare/dynamic_sampling/gen_rounds", "dynamic_sampling/gen_rounds"),
+    ("stare_rl/gate_on", "control/gate_on"),               # verl's exact entry point
+    ("actor/stare/reweight_w", "loss/reweight_w"),         # verl's actor
+    ("actor/pg_loss", "actor/pg_loss"),                    # current names are kept
+    ("control/gate_on", "control/gate_on"),
+    ("quadrant/pos_high_frac", "quadrant/pos_high_frac"),
+    ("eval/pass@8", "eval/pass@8"),
+])
+def test_older_metric_names_are_read_under_the_current_ones(old: str, new: str) -> None:
+    assert current_name(old, list_methods()) == new
