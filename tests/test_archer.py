@@ -9,9 +9,6 @@ import pytest
 import torch
 
 from _core_batches import (
-    EDGE_CASES,
-    assert_finite_on_edge_case,
-    assert_verl_loss_equals_core,
     random_batch,
     with_,
 )
@@ -127,13 +124,3 @@ def test_traits_and_defaults() -> None:
 def test_config_validation_names_field_and_value(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ArcherConfig(**kwargs)
-
-
-@pytest.mark.parametrize("case", EDGE_CASES)
-def test_edge_cases_are_finite(case: str) -> None:
-    assert_finite_on_edge_case("archer", case, 2)
-
-
-def test_registered_in_verl_and_equal_to_the_core() -> None:
-    pytest.importorskip("verl")
-    assert_verl_loss_equals_core("archer")

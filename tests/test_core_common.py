@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from _core_batches import random_batch
+from _core_batches import EDGE_CASES, assert_finite_on_edge_case, assert_verl_loss_equals_core, random_batch
 from stare_rl import (
     AGG_MODES,
     LossContext,
@@ -365,3 +365,28 @@ def test_docs_core_example_runs() -> None:
     assert namespace["seq_adv"].tolist() == pytest.approx([a, -a, 0.0, 0.0], rel=1e-6)
     assert namespace["keep"].tolist() == [True, True, False, False]
     assert namespace["logits"].grad is not None and bool(torch.isfinite(namespace["logits"].grad).all())
+
+
+# Methods whose loss has a term that does not vanish with the advantage, and why (A = 0 need not give 0).
+ADVANTAGE_FREE_TERM = {"kl_cov": "the KL penalty on the selected tokens (KL-Cov §4.3)"}
+
+
+@pytest.mark.parametrize("case", EDGE_CASES)
+@pytest.mark.parametrize("name", list_methods())
+def test_every_method_is_finite_on_edge_cases(name: str, case: str) -> None:
+    """Every registered method, default config: finite loss, gradient and metrics; nothing valid gives 0 (and
+    A = 0 too, but for the methods listed in ADVANTAGE_FREE_TERM)."""
+    assert_finite_on_edge_case(name, case, seed=sorted(list_methods()).index(name),
+                               zero_without_advantage=name not in ADVANTAGE_FREE_TERM)
+
+
+def _plugin_only(name: str) -> bool:
+    """verl's plug-in path alone serves it: no per-step controller state and no old-policy entropy needed."""
+    spec = get_method(name)
+    return spec.controllers is None and not spec.needs_old_entropy
+
+
+@pytest.mark.parametrize("name", [m for m in list_methods() if _plugin_only(m)])
+def test_every_stateless_method_is_registered_in_verl_and_equal_to_the_core(name: str) -> None:
+    pytest.importorskip("verl")
+    assert_verl_loss_equals_core(name)

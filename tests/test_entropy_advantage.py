@@ -10,9 +10,6 @@ import pytest
 import torch
 
 from _core_batches import (
-    EDGE_CASES,
-    assert_finite_on_edge_case,
-    assert_verl_loss_equals_core,
     random_batch,
     with_,
 )
@@ -113,13 +110,3 @@ def test_defaults_are_the_papers() -> None:
 def test_config_validation_names_field_and_value(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         EntropyAdvantageConfig(**kwargs)
-
-
-@pytest.mark.parametrize("case", EDGE_CASES)
-def test_edge_cases_are_finite(case: str) -> None:
-    assert_finite_on_edge_case("entropy_advantage", case, 5)
-
-
-def test_registered_in_verl_and_equal_to_the_core() -> None:
-    pytest.importorskip("verl")
-    assert_verl_loss_equals_core("entropy_advantage")
