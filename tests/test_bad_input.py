@@ -70,6 +70,7 @@ def _files(tmp: Path) -> dict[str, str]:
         "steer_top_p": "method: steer\ntop_p_ratio: 0.2\n",
         "as_list": "- learning_rate\n- 1.0e-4\n",
         "lr_null": "learning_rate: null\n",
+        "typo": "method: stare\nlerning_rate: 0.1\n",
     }.items():
         (tmp / f"{name}.yaml").write_text(text)
         files[name] = str(tmp / f"{name}.yaml")
@@ -136,6 +137,26 @@ CASES = [
     (["--dataset", "{tiny_data}", "--reward", "task"], "dataset has 3 row(s): too few to hold out an evaluation split"),
     (["--model", "{model_small_vocab}", "--dataset", "{arith}"],
      "the tokenizer has 16 tokens but the model's embedding has 8 rows"),
+    # names, files, settings (one table for every bad input)
+    (["--method", "nope"], "method='nope' is not registered"),
+    (["--learning_rat", "1e-4"], "unknown field 'learning_rat'"),
+    (["--config", "{tmp}/missing.yaml"], "no such file"),
+    (["--config", "{typo}"], "unknown field 'lerning_rate'"),
+    (["--dataset", "{tmp}/missing.parquet"], "dataset='{tmp}/missing.parquet': no such file"),
+    (["--model", "./no/such/model"], "no such directory"),
+    (["--model", "{tmp}"], "cannot be loaded offline"),
+    (["--per_device_train_batch_size", "10", "--num_generations", "4"], "divisible by num_generations (4)"),
+    (["--epsilon", "0.3"], "epsilon=0.3 is TRL's own loss setting"),
+    (["--reweight_w", "0.5"], "reweight_w=0.5 must be >= 1"),
+    (["--variant", "X3"], "variant='X3'"),
+    (["--method", "vanilla", "--weight_control", "paper"], "weight_control belongs to stare (and stare_sensitivity), not to method='vanilla'"),
+    (["--weight_control", "sometimes"], "weight_control='sometimes'"),
+    (["--weight_control", "paper", "--reweight_w", "1.6"], "weight_control='paper': reweight_w=1.6"),
+    (["--entropy_bonus", "sometimes"], "entropy_bonus='sometimes'"),
+    (["--resume_from_checkpoint", "{tmp}/nope"], "no such checkpoint directory"),
+    (["--resume_from_checkpoint", "last"], "no checkpoint-* in output_dir"),
+    (["--task", "sudoku"], "task='sudoku' is not known"),
+    (["--torch_threads", "0"], "torch_threads=0 must be >= 1"),
     # output directory
     (["--output_dir", "{tmp}/a_file/run"], "output_dir='{tmp}/a_file/run': '{tmp}/a_file' is a file, not a directory"),
 ]
