@@ -270,7 +270,7 @@ def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
 
 
 def test_bad_hyperparameters_name_the_field() -> None:
-    with pytest.raises(ValueError, match=r"policy_loss\.stare_reweight_w=0\.5 must be >= 1"):
+    with pytest.raises(ValueError, match=r"policy_loss\.stare_reweight_w=0\.5: reweight_w=0\.5 must be >= 1"):
         V.StareRLPolicyLossConfig(stare_reweight_w=0.5)
     with pytest.raises(ValueError, match=r"policy_loss\.steer_mapping='cubic'"):
         V.StareRLPolicyLossConfig(steer_mapping="cubic")

@@ -184,7 +184,7 @@ def test_plugin_overrides_on_the_baseline_recipe() -> None:
 
 def test_bad_override_is_a_clear_error_naming_the_field() -> None:
     cfg = load("stare_qwen25_math_7b", ["actor_rollout_ref.actor.policy_loss.stare_top_p_ratio=1.5"])
-    with pytest.raises(Exception, match=r"policy_loss\.stare_top_p_ratio=1\.5 must be in \[0, 1\]"):
+    with pytest.raises(Exception, match=r"policy_loss\.stare_top_p_ratio=1\.5: top_p_ratio=1\.5 must be in \[0, 1\]"):
         omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
     cfg = load("stare_qwen25_math_7b", ["+actor_rollout_ref.actor.policy_loss.stare_top_p=0.2"])
     with pytest.raises(Exception, match="stare_top_p"):  # unknown field: rejected, not ignored

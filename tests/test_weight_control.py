@@ -44,7 +44,7 @@ def first_crossing(values):
 
 
 def test_first_steps_hand_derived():
-    cfg = AutoWeightConfig(kp=8.0, ki=0.1, smoothing=0.8, rate_limit=0.25, w_max=10.0, m_min=0.1)
+    cfg = AutoWeightConfig(auto_kp=8.0, auto_ki=0.1, auto_smoothing=0.8, auto_rate_limit=0.25, auto_w_max=10.0, auto_m_min=0.1)
     ctrl = AutoWeightController(0.3, cfg)
     ctrl.update(StepObservation(entropy=0.24, step=0))  # e = (0.3 - 0.24) / 0.3 = 0.2 (first step: unsmoothed)
     assert ctrl.error == pytest.approx(0.2)
@@ -110,16 +110,16 @@ def test_anti_windup_recovers_fast_after_long_saturation():
     cfg = AutoWeightConfig()
     ctrl = AutoWeightController(TARGET, cfg)
     true_x, _, weights = run_plant(ctrl, 400, w_star=1000.0, x0=1.0, drift_at=lambda t: DRIFT if t < 200 else -0.01)
-    assert all(w == pytest.approx(cfg.w_max) for w in weights[80:200])
+    assert all(w == pytest.approx(cfg.auto_w_max) for w in weights[80:200])
     assert ctrl.integral <= cfg.u_max
     back = next(t for t in range(200, 400) if true_x[t] > 1.0)
-    released = next(t for t in range(back, 400) if weights[t] < cfg.w_max)
+    released = next(t for t in range(back, 400) if weights[t] < cfg.auto_w_max)
     assert released - back <= 3
     assert weights[back + 30] == 1.0
 
 
 def test_rate_limit():
-    cfg = AutoWeightConfig(kp=100.0, ki=1.0, smoothing=0.0, rate_limit=0.1)
+    cfg = AutoWeightConfig(auto_kp=100.0, auto_ki=1.0, auto_smoothing=0.0, auto_rate_limit=0.1)
     ctrl = AutoWeightController(TARGET, cfg)
     previous = 0.0
     for t, h in enumerate([0.0] * 40 + [1.0] * 40 + [0.1, 0.5] * 20):
@@ -150,7 +150,7 @@ def test_state_round_trip_is_exact():
 
 
 def test_state_of_other_settings_is_rejected():
-    ctrl = AutoWeightController(TARGET, AutoWeightConfig(kp=4.0))
+    ctrl = AutoWeightController(TARGET, AutoWeightConfig(auto_kp=4.0))
     other = AutoWeightController(TARGET)
     with pytest.raises(ValueError, match="kp=4.0"):
         other.load_state_dict(ctrl.state_dict())
@@ -160,8 +160,8 @@ def test_state_of_other_settings_is_rejected():
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("kp", -1.0), ("ki", float("nan")), ("w_max", 1.0), ("w_max", float("inf")), ("m_min", 0.0),
-     ("m_min", 1.5), ("rate_limit", 0.0), ("smoothing", 1.0), ("smoothing", -0.1)],
+    [("auto_kp", -1.0), ("auto_ki", float("nan")), ("auto_w_max", 1.0), ("auto_w_max", float("inf")), ("auto_m_min", 0.0),
+     ("auto_m_min", 1.5), ("auto_rate_limit", 0.0), ("auto_smoothing", 1.0), ("auto_smoothing", -0.1)],
 )
 def test_bad_settings_name_field_and_value(field, value):
     with pytest.raises(ValueError, match=f"{field}={value!r}".replace("(", r"\(").replace(")", r"\)")):
@@ -171,8 +171,8 @@ def test_bad_settings_name_field_and_value(field, value):
 def test_bad_target_and_entropy():
     with pytest.raises(ValueError, match="target_entropy=-0.1"):
         AutoWeightController(-0.1)
-    with pytest.raises(ValueError, match="kp=0 and ki=0"):
-        AutoWeightConfig(kp=0.0, ki=0.0)
+    with pytest.raises(ValueError, match="auto_kp=0 and auto_ki=0"):
+        AutoWeightConfig(auto_kp=0.0, auto_ki=0.0)
     ctrl = AutoWeightController(TARGET)
     for bad in (float("nan"), float("inf"), -0.5):
         with pytest.raises(ValueError, match="entropy="):

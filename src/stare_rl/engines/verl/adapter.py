@@ -25,7 +25,6 @@ import contextvars
 import dataclasses
 import functools
 import logging
-import re
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -148,10 +147,20 @@ def method_config(method: str, policy_loss: Any) -> Any:
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as e:
-        msg = str(e)
-        for f in dataclasses.fields(cls):
-            msg = re.sub(rf"(?<![\w.]){f.name}=", f"{verl_field_name(method, f.name, base)}=", msg)
-        raise ValueError(f"actor_rollout_ref.actor.policy_loss.{msg} (method {method!r})") from e
+        # Name the setting as the user spelled it in verl: the field whose value alone fails the core's validation.
+        bad = [f for f in dataclasses.fields(cls) if not _valid_alone(cls, f.name, kwargs[f.name])]
+        where = ", ".join(f"actor_rollout_ref.actor.policy_loss.{verl_field_name(method, f.name, base)}="
+                          f"{kwargs[f.name]!r}" for f in bad) or "actor_rollout_ref.actor.policy_loss"
+        raise ValueError(f"{where}: {e} (method {method!r})") from e
+
+
+def _valid_alone(cls: type, name: str, value: Any) -> bool:
+    """Whether ``cls`` accepts ``name=value`` with every other field at its default."""
+    try:
+        cls(**{name: value})
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _validate_policy_loss(self: Any) -> None:

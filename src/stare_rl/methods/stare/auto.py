@@ -47,47 +47,59 @@ class AutoWeightConfig:
     log W): a critically damped loop there, and more damped (and stable) on any model where W acts faster.
     """
 
-    kp: float = field(
+    auto_kp: float = field(
         default=16.0,
-        metadata={"help": "Proportional gain k_p: log W per unit relative entropy error (e = (H_tgt - H) / H_tgt)."},
+        metadata={"help": "auto: proportional gain k_p, log W per unit relative entropy error "
+                          "(e = (H_tgt - H) / H_tgt); default 16."},
     )
-    ki: float = field(
+    auto_ki: float = field(
         default=0.5,
-        metadata={"help": "Integral gain k_i: log W added per step per unit relative error (sets the held strength)."},
+        metadata={"help": "auto: integral gain k_i, log W added per step per unit relative error (sets the held "
+                          "strength); default 0.5."},
     )
-    w_max: float = field(
-        default=50.0, metadata={"help": "Upper bound of W (> 1); u = log W is in [0, log w_max]."}
+    auto_w_max: float = field(
+        default=50.0, metadata={"help": "auto: upper bound of W (> 1); u = log W is in [0, log w_max]; default 50."}
     )
-    m_min: float = field(
-        default=0.02, metadata={"help": "Lower bound of M in (0, 1]; M = max(1 / W, m_min) (variant C2 only)."}
+    auto_m_min: float = field(
+        default=0.02,
+        metadata={"help": "auto: lower bound of M in (0, 1]; M = max(1 / W, auto_m_min) (variant C2 only); "
+                          "default 0.02."},
     )
-    smoothing: float = field(
+    auto_smoothing: float = field(
         default=0.5,
-        metadata={"help": "EMA factor beta in [0, 1) on the relative error (0 = none): the batch entropy is noisy."},
+        metadata={"help": "auto: EMA factor beta in [0, 1) on the relative error (0 = none): the batch entropy is "
+                          "noisy; default 0.5."},
     )
-    rate_limit: float = field(
-        default=0.25, metadata={"help": "Largest change of log W per step (> 0): W moves by at most x e^rate."}
+    auto_rate_limit: float = field(
+        default=0.25,
+        metadata={"help": "auto: largest change of log W per step (> 0): W moves by at most x e^rate; default 0.25."},
     )
 
     def __post_init__(self) -> None:
-        for name in ("kp", "ki"):
+        for name in ("auto_kp", "auto_ki"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
                 raise ValueError(f"{name}={value!r} must be a finite number >= 0")
-        if not (isinstance(self.w_max, (int, float)) and math.isfinite(self.w_max) and self.w_max > 1.0):
-            raise ValueError(f"w_max={self.w_max!r} must be a finite number > 1")
-        if not (isinstance(self.m_min, (int, float)) and 0.0 < self.m_min <= 1.0):
-            raise ValueError(f"m_min={self.m_min!r} must be in (0, 1]")
-        if not (isinstance(self.rate_limit, (int, float)) and math.isfinite(self.rate_limit) and self.rate_limit > 0):
-            raise ValueError(f"rate_limit={self.rate_limit!r} must be a finite number > 0")
-        if not (isinstance(self.smoothing, (int, float)) and 0.0 <= self.smoothing < 1.0):
-            raise ValueError(f"smoothing={self.smoothing!r} must be in [0, 1)")
-        if self.kp == 0.0 and self.ki == 0.0:
-            raise ValueError("kp=0 and ki=0: the controller would never re-weight; give one of them > 0")
+        w_max, m_min, rate, beta = self.auto_w_max, self.auto_m_min, self.auto_rate_limit, self.auto_smoothing
+        if not (isinstance(w_max, (int, float)) and math.isfinite(w_max) and w_max > 1.0):
+            raise ValueError(f"auto_w_max={w_max!r} must be a finite number > 1")
+        if not (isinstance(m_min, (int, float)) and 0.0 < m_min <= 1.0):
+            raise ValueError(f"auto_m_min={m_min!r} must be in (0, 1]")
+        if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
+            raise ValueError(f"auto_rate_limit={rate!r} must be a finite number > 0")
+        if not (isinstance(beta, (int, float)) and 0.0 <= beta < 1.0):
+            raise ValueError(f"auto_smoothing={beta!r} must be in [0, 1)")
+        if self.auto_kp == 0.0 and self.auto_ki == 0.0:
+            raise ValueError("auto_kp=0 and auto_ki=0: the controller would never re-weight; give one of them > 0")
 
     @property
     def u_max(self) -> float:
-        return math.log(self.w_max)
+        return math.log(self.auto_w_max)
+
+
+def _current_field(name: str) -> str:
+    """Checkpoints written before the fields took their user-facing names (``kp`` -> ``auto_kp``) still load."""
+    return name if name.startswith("auto_") else f"auto_{name}"
 
 
 class AutoWeightController:
@@ -137,13 +149,13 @@ class AutoWeightController:
         u_max = cfg.u_max
         raw = self.relative_error(h)
         # EMA of the error (the first step takes the raw error: no bias towards 0)
-        e = raw if self.steps == 0 else cfg.smoothing * self.error + (1.0 - cfg.smoothing) * raw
+        e = raw if self.steps == 0 else cfg.auto_smoothing * self.error + (1.0 - cfg.auto_smoothing) * raw
         # anti-windup (conditional integration): while held at the top bound, a positive error adds nothing
         if not (u_prev >= u_max and e > 0.0):
-            self.integral = min(max(self.integral + cfg.ki * e, 0.0), u_max)
-        p = cfg.kp * e
+            self.integral = min(max(self.integral + cfg.auto_ki * e, 0.0), u_max)
+        p = cfg.auto_kp * e
         demand = p + self.integral  # v_t
-        lo, hi = u_prev - cfg.rate_limit, u_prev + cfg.rate_limit
+        lo, hi = u_prev - cfg.auto_rate_limit, u_prev + cfg.auto_rate_limit
         u = min(max(demand, lo), hi)
         self.rate_limited = u != demand
         u = min(max(u, 0.0), u_max)
@@ -154,11 +166,11 @@ class AutoWeightController:
     # ----- outputs -----
     @property
     def reweight_w(self) -> float:
-        return min(math.exp(self.strength), self.config.w_max)
+        return min(math.exp(self.strength), self.config.auto_w_max)
 
     @property
     def reweight_m(self) -> float:
-        return max(math.exp(-self.strength), self.config.m_min)
+        return max(math.exp(-self.strength), self.config.auto_m_min)
 
     def context(self) -> dict[str, Any]:
         return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m, "gate_on": self.strength > 0.0}
@@ -186,7 +198,7 @@ class AutoWeightController:
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        saved = AutoWeightConfig(**state["config"])
+        saved = AutoWeightConfig(**{_current_field(k): v for k, v in state["config"].items()})
         if saved != self.config or float(state["target_entropy"]) != self.target_entropy:
             raise ValueError(
                 f"auto weight controller state was saved with target_entropy={state['target_entropy']}, "

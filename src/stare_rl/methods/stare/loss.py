@@ -15,8 +15,7 @@ Traits (declared at registration): controllers (the §4.3 gate, memoryless; the 
 from __future__ import annotations
 
 import functools
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import torch
 
@@ -39,12 +38,17 @@ from stare_rl.methods.stare.gate import GATE, StareGate, StareWeightSchedule
 STARE_VARIANTS = ("O1", "C2")
 SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
 WEIGHT_CONTROLS = ("fixed", "paper", "auto")
-_AUTO_DEFAULTS = AutoWeightConfig()  # the auto controller's defaults live there, once
 
 
 @dataclass(frozen=True)
-class StareControlFields:
-    """The fields every STARE-style config shares: W and M, the gate's target (§4.3) and the W/M control (§4.4)."""
+class StareControlFields(AutoWeightConfig):
+    """The fields every STARE-style config shares: W and M, the gate's target (§4.3), the W/M control (§4.4) and
+    the ``auto_*`` settings of ``weight_control='auto'`` (inherited from
+    :class:`~stare_rl.methods.stare.auto.AutoWeightConfig`: one name per setting everywhere)."""
+
+    def __post_init__(self) -> None:  # the subclasses validate everything in check_stare_fields
+        pass
+
 
     reweight_w: float = field(
         default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."}
@@ -75,30 +79,6 @@ class StareControlFields:
     )
     weight_m_min: float = field(
         default=0.5, metadata={"help": "§4.4 schedule lower bound of M (STARE run script: 0.5)."}
-    )
-    # weight_control='auto' (ours, not the paper's): defaults chosen once on the tiny arithmetic model
-    auto_kp: float = field(
-        default=_AUTO_DEFAULTS.kp,
-        metadata={"help": f"auto: proportional gain, log W per unit relative entropy error (default {_AUTO_DEFAULTS.kp})."},
-    )
-    auto_ki: float = field(
-        default=_AUTO_DEFAULTS.ki,
-        metadata={"help": f"auto: integral gain, log W per step per unit relative error (default {_AUTO_DEFAULTS.ki})."},
-    )
-    auto_smoothing: float = field(
-        default=_AUTO_DEFAULTS.smoothing,
-        metadata={"help": f"auto: EMA factor in [0, 1) on the entropy error (default {_AUTO_DEFAULTS.smoothing})."},
-    )
-    auto_rate_limit: float = field(
-        default=_AUTO_DEFAULTS.rate_limit,
-        metadata={"help": f"auto: largest change of log W per step (default {_AUTO_DEFAULTS.rate_limit})."},
-    )
-    auto_w_max: float = field(
-        default=_AUTO_DEFAULTS.w_max, metadata={"help": f"auto: upper bound of W, > 1 (default {_AUTO_DEFAULTS.w_max})."}
-    )
-    auto_m_min: float = field(
-        default=_AUTO_DEFAULTS.m_min,
-        metadata={"help": f"auto: lower bound of M in (0, 1]; M = max(1 / W, auto_m_min) (default {_AUTO_DEFAULTS.m_min})."},
     )
 
 
@@ -155,11 +135,7 @@ def check_stare_fields(cfg: object) -> None:
 
 def auto_weight_config(cfg: object) -> AutoWeightConfig:
     """The :class:`~stare_rl.methods.stare.auto.AutoWeightConfig` of a STARE-style config's ``auto_*`` fields."""
-    names = ("kp", "ki", "smoothing", "rate_limit", "w_max", "m_min")
-    try:
-        return AutoWeightConfig(**{n: getattr(cfg, f"auto_{n}") for n in names})
-    except ValueError as err:  # name the config fields (auto_kp=...), not the controller's arguments
-        raise ValueError(re.sub(rf"\b({'|'.join(names)})=", r"auto_\1=", str(err))) from err
+    return AutoWeightConfig(**{f.name: getattr(cfg, f.name) for f in fields(AutoWeightConfig)})
 
 
 # What reports plot and tables show for STARE (and its sensitivity variant): the gate, W and M, the selections.
