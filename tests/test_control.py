@@ -21,8 +21,8 @@ from stare_rl.control.base import (
 )
 from stare_rl.control.step import StepController
 from stare_rl.io.runlog import CONTROLLER_FILE, read_json
+from stare_rl.methods.stare.config import StareConfig
 from stare_rl.methods.stare.gate import StareGate, StareWeightSchedule
-from stare_rl.methods.stare.loss import StareConfig
 
 
 def step(ctrl: Controller, h: float) -> dict:

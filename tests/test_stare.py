@@ -11,7 +11,8 @@ from _core_batches import random_batch, with_
 from stare_rl import LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss
 from stare_rl.control.step import StepController
 from stare_rl.core.selection import topk_count
-from stare_rl.methods.stare.loss import StareConfig, stare_global_thresholds
+from stare_rl.methods.stare.config import StareConfig
+from stare_rl.methods.stare.loss import stare_global_thresholds
 
 LP = [-0.1, -2.0, -1.0, -0.5, -3.0, -0.2]
 ADV = [1.0, 1.0, 1.0, -1.0, -1.0, -1.0]

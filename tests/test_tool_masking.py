@@ -282,7 +282,7 @@ def test_verl_agent_loop_mask_keeps_tool_tokens_out(name: str, fields: dict[str,
 
     def gate_input(d: dict[str, torch.Tensor]) -> dict[str, float]:  # the exact entry point's step controller
         from stare_rl.control.step import StepController
-        from stare_rl.methods.stare.loss import StareConfig
+        from stare_rl.methods.stare.config import StareConfig
 
         ctrl = StepController("stare", StareConfig(target_entropy=0.9))
         ctrl.update(step_batch(TensorDict({"entropy": d["entropy"], "response_mask": response_mask},

@@ -30,13 +30,13 @@ from stare_rl.core.selection import topk_count, topk_mask
 from stare_rl.core.surrogate import SurrogateConfig, token_signs
 from stare_rl.core.tokens import entropy_sensitivity_leading
 from stare_rl.core.types import LossContext, LossOutput, TokenBatch
-from stare_rl.methods.stare.loss import (
+from stare_rl.methods.stare.config import (
     STARE_METRICS,
     StareControlFields,
     check_stare_fields,
-    gated_weighted_surrogate,
     stare_controllers,
 )
+from stare_rl.methods.stare.loss import gated_weighted_surrogate
 
 
 @dataclass(frozen=True)

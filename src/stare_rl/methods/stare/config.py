@@ -1,0 +1,149 @@
+"""STARE's settings and what they build: the config family (O1/C2 fields, the gate's target, the W/M control
+and the ``auto_*`` settings), their validation, the controllers a config asks for, and the metrics STARE declares.
+
+Shared by :mod:`~stare_rl.methods.stare.loss` and :mod:`~stare_rl.methods.stare.sensitivity`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from stare_rl.control.base import Controller
+from stare_rl.core.metrics import control_metric, mask_fraction_metric, selection_share_metric
+from stare_rl.core.registry import MetricSpec
+from stare_rl.core.selection import SELECTION_SCOPES
+from stare_rl.methods.stare.auto import AUTO, AutoWeightConfig, AutoWeightController
+from stare_rl.methods.stare.gate import GATE, StareGate, StareWeightSchedule
+
+STARE_VARIANTS = ("O1", "C2")
+SCOPES = SELECTION_SCOPES  # micro_batch (= batch, the reference) | global (whole step batch)
+WEIGHT_CONTROLS = ("fixed", "paper", "auto")
+
+
+@dataclass(frozen=True)
+class StareControlFields(AutoWeightConfig):
+    """The fields every STARE-style config shares: W and M, the gate's target (§4.3), the W/M control (§4.4) and
+    the ``auto_*`` settings of ``weight_control='auto'`` (inherited from
+    :class:`~stare_rl.methods.stare.auto.AutoWeightConfig`: one name per setting everywhere)."""
+
+    def __post_init__(self) -> None:  # the subclasses validate everything in check_stare_fields
+        pass
+
+
+    reweight_w: float = field(
+        default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."}
+    )
+    reweight_m: float = field(
+        default=0.9, metadata={"help": "M in (0, 1]: weight of L- tokens while the gate is on (C2 only)."}
+    )
+    target_entropy: float = field(
+        default=0.3,
+        metadata={
+            "help": "H_tgt >= 0: the gate is on while the batch token-mean entropy is below it (§4.3)."
+        },
+    )
+    weight_control: str = field(
+        default="fixed",
+        metadata={
+            "help": "fixed: W and M stay at reweight_w / reweight_m. paper: STARE §4.4 adaptive schedule, W and M "
+            "move by weight_alpha per step from the entropy error (the STARE run script's switch). auto: this "
+            "project's PI controller sets log W = -log M every step from the entropy error and replaces the hard "
+            "gate (W = M = 1 above the target); reweight_w / reweight_m are then unused (docs/methods.md)."
+        },
+    )
+    weight_alpha: float = field(
+        default=0.01, metadata={"help": "§4.4 schedule step per generation batch (STARE run script: 0.01)."}
+    )
+    weight_w_max: float = field(
+        default=1.5, metadata={"help": "§4.4 schedule upper bound of W (STARE run script: 1.5)."}
+    )
+    weight_m_min: float = field(
+        default=0.5, metadata={"help": "§4.4 schedule lower bound of M (STARE run script: 0.5)."}
+    )
+
+
+@dataclass(frozen=True)
+class StareConfig(StareControlFields):
+    """STARE hyper-parameters; defaults are the paper's 7B recipe (STARE README / run script, §5).
+
+    For 14B/32B models the authors recommend the milder ``reweight_w=1.05, reweight_m=0.95``.
+    """
+
+    variant: str = field(
+        default="O1",
+        metadata={"help": "O1: W on L+ only (the paper's default). C2: W on L+ and M on L- (two-sided)."},
+    )
+    top_p_ratio: float = field(
+        default=0.1,
+        metadata={"help": "P in [0, 1]: fraction of each advantage-sign set selected by surprisal."},
+    )
+    selection_scope: str = field(
+        default="batch",
+        metadata={
+            "help": "micro_batch (alias batch): select inside the batch handed to the loss (reference). "
+            "global: the engine gathers "
+            "surprisals of the whole global batch and passes thresholds through LossContext."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        check_stare_fields(self)
+        if self.selection_scope not in SCOPES:
+            raise ValueError(f"selection_scope={self.selection_scope!r} is not one of {list(SCOPES)}")
+
+
+def check_stare_fields(cfg: object) -> None:
+    """Validate (and normalise the variant of) a frozen STARE-style config: variant, P, W, M, H_tgt, W/M control."""
+    variant = str(cfg.variant).upper()  # type: ignore[attr-defined]
+    if variant not in STARE_VARIANTS:
+        raise ValueError(f"variant={cfg.variant!r} is not one of {list(STARE_VARIANTS)}")  # type: ignore[attr-defined]
+    object.__setattr__(cfg, "variant", variant)
+    if not 0.0 <= cfg.top_p_ratio <= 1.0:  # type: ignore[attr-defined]
+        raise ValueError(f"top_p_ratio={cfg.top_p_ratio} must be in [0, 1]")  # type: ignore[attr-defined]
+    check_stare_weights(cfg.reweight_w, cfg.reweight_m)  # type: ignore[attr-defined]
+    if not cfg.target_entropy >= 0.0:  # type: ignore[attr-defined]
+        raise ValueError(f"target_entropy={cfg.target_entropy} must be >= 0")  # type: ignore[attr-defined]
+    if cfg.weight_control not in WEIGHT_CONTROLS:  # type: ignore[attr-defined]
+        raise ValueError(f"weight_control={cfg.weight_control!r} is not one of {list(WEIGHT_CONTROLS)}")  # type: ignore[attr-defined]
+    if cfg.weight_control == "paper":  # type: ignore[attr-defined]
+        try:
+            StareWeightSchedule.from_config(cfg)
+        except ValueError as err:  # name the config fields, not the controller's arguments
+            raise ValueError(f"weight_control='paper': {err} (weight_alpha / weight_w_max / weight_m_min)") from err
+    auto_weight_config(cfg)  # validates the auto_* fields whatever the mode: a typo fails before a long run
+
+
+def auto_weight_config(cfg: object) -> AutoWeightConfig:
+    """The :class:`~stare_rl.methods.stare.auto.AutoWeightConfig` of a STARE-style config's ``auto_*`` fields."""
+    return AutoWeightConfig(**{f.name: getattr(cfg, f.name) for f in fields(AutoWeightConfig)})
+
+
+# What reports plot and tables show for STARE (and its sensitivity variant): the gate, W and M, the selections.
+STARE_METRICS = (
+    MetricSpec(control_metric("gate_on"), "gate on (share of seeds)", short="gate", ylim=(-0.05, 1.05)),
+    MetricSpec(control_metric("reweight_w"), "W (L+ weight)"),
+    MetricSpec(control_metric("reweight_m"), "M (L- weight)"),
+    MetricSpec(mask_fraction_metric("l_plus"), "L+ token fraction"),
+    MetricSpec(mask_fraction_metric("l_minus"), "L- token fraction"),
+    MetricSpec(selection_share_metric("l_plus"), "L+ share of |predicted dH|"),
+    MetricSpec(selection_share_metric("l_minus"), "L- share of |predicted dH|"),
+)
+
+
+def stare_controllers(cfg: object) -> dict[str, Controller]:
+    """A STARE-style config's controllers: the §4.3 gate, plus the §4.4 W/M schedule when ``weight_control='paper'``;
+    with ``weight_control='auto'`` only the PI controller, which sets ``gate_on``, ``reweight_w`` and ``reweight_m``."""
+    if cfg.weight_control == "auto":  # type: ignore[attr-defined]
+        return {AUTO: AutoWeightController(cfg.target_entropy, auto_weight_config(cfg))}  # type: ignore[attr-defined]
+    ctrls: dict[str, Controller] = {GATE: StareGate(cfg.target_entropy)}  # type: ignore[attr-defined]
+    if cfg.weight_control == "paper":  # type: ignore[attr-defined]
+        ctrls["schedule"] = StareWeightSchedule.from_config(cfg)
+    return ctrls
+
+
+def check_stare_weights(reweight_w: float, reweight_m: float) -> None:
+    """Raise ValueError unless W >= 1 and 0 < M <= 1 (used by the config and the adaptive schedule)."""
+    if not reweight_w >= 1.0:
+        raise ValueError(f"reweight_w={reweight_w} must be >= 1 (W amplifies L+)")
+    if not 0.0 < reweight_m <= 1.0:
+        raise ValueError(f"reweight_m={reweight_m} must be in (0, 1] (M attenuates L-)")
