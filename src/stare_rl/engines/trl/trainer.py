@@ -13,7 +13,7 @@ This is the only module that imports ``trl``. It translates, nothing more:
   :mod:`stare_rl.core.metrics` (``control/*``, ``loss/*``, ``dynamic_sampling/*``, ``quadrant/*``), into TRL's ``_metrics`` (hence every ``report_to`` logger) and ``metrics.jsonl``;
 - checkpoints: ``StepController.save`` / ``load`` (``checkpoint-N/`` + ``runlog.CONTROLLER_FILE``).
 
-TRL private hooks overridden (checked by ``tests/test_trl_engine.py``): :data:`TRL_HOOKS`.
+TRL private hooks overridden (checked by ``tests/engines/trl/test_trl_engine.py``): :data:`TRL_HOOKS`.
 """
 
 from __future__ import annotations

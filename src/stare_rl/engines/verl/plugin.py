@@ -2,7 +2,7 @@
 
 verl (>= 0.9) imports every ``verl.plugins`` entry point at the end of ``import verl`` (``_ep.load()``: the
 module is imported, nothing is called), so the registration happens here, at import time. verl swallows
-plugin import errors at DEBUG level; ``tests/test_verl_plugin.py`` therefore checks the registry after a
+plugin import errors at DEBUG level; ``tests/engines/verl/test_verl_plugin.py`` therefore checks the registry after a
 bare ``import verl`` in a fresh interpreter.
 """
 

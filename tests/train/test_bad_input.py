@@ -263,7 +263,7 @@ def test_math_reward_with_a_model_that_cannot_write_boxed_warns(tmp_path: Path) 
 @pytest.mark.slow  # a fresh Python process: seconds
 def test_exit_status_2_from_the_installed_entry_point(tmp_path: Path) -> None:
     """The same refusal through a real process (``python -m stare_rl.cli``): status 2, one line, nothing made."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src"), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src"), "OMP_NUM_THREADS": "1"}
     run = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "stare_rl.cli", "train", "--learning_rate", "-1e-4",
                            "--output_dir", str(run), "--cache_dir", str(tmp_path / "c")],

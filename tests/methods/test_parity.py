@@ -19,7 +19,7 @@ import torch
 from stare_rl import LossContext, SurrogateConfig, TokenBatch, aggregate, compute_loss, make_config
 from stare_rl.core.types import LossOutput
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 ATOL, RTOL = 1e-5, 1e-4
 
 

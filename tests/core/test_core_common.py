@@ -356,7 +356,7 @@ def test_docs_core_example_runs() -> None:
     import pathlib
     import re
 
-    text = (pathlib.Path(__file__).parents[1] / "docs" / "core.md").read_text()
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "core.md").read_text()
     code = re.search(r"```python\n(.*?)```", text, re.S)
     assert code is not None
     namespace: dict = {}

@@ -3,7 +3,7 @@
 while checkpointing; ``stare eval`` killed mid-way. After each, the re-run ends with the same ``metrics.jsonl``
 values, final weights and ``eval.json`` as an uninterrupted run (bit-identical, one machine), and nothing
 half-written (checkpoint, cache entry, result file) is ever used. ``stare compare`` killed mid-grid:
-``tests/test_compare.py``. Kills are a real SIGKILL of a ``stare train`` process (warm start) or an exception
+``tests/compare/test_compare.py``. Kills are a real SIGKILL of a ``stare train`` process (warm start) or an exception
 injected at a chosen point that nothing catches (everything else: a crash leaves what a kill leaves)."""
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def test_sigkill_during_the_warm_start_then_resume_last_matches(
 ) -> None:
     data, ref_cache, ref_run = reference
     run, cache = tmp_path / "run", tmp_path / "cache"  # an empty cache: this run must warm-start itself
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"),
                                                         os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-c", KILL_IN_WARM_START, *_argv(data, run, cache)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("trl")
 
+from test_trl_engine import make_trainer  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
 from stare_rl.io.runlog import CONTROLLER_FILE, read_json, read_metrics  # noqa: E402
-from test_trl_engine import make_trainer  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -242,7 +242,7 @@ time.sleep(120)
 def test_a_cell_process_does_not_outlive_a_sigkilled_compare() -> None:
     """``stare compare`` SIGKILLed: the ``stare train`` cells it started end too (they would otherwise keep
     writing into run directories that the re-run resumes)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[1] / "src"),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[2] / "src"),
                                                                      os.environ.get("PYTHONPATH")]))}
     parent = subprocess.Popen([sys.executable, "-c", PARENT_AND_CELL], stdout=subprocess.PIPE, text=True, env=env)
     child = int(parent.stdout.readline())
