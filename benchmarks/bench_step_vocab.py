@@ -114,7 +114,8 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
 
     from stare_rl.core.registry import make_config
     from stare_rl.core.surrogate import SurrogateConfig
-    from stare_rl.engines.trl.trainer import StareGRPOConfig, StareGRPOTrainer
+    from stare_rl.engines.trl.config import StareGRPOConfig
+    from stare_rl.engines.trl.trainer import StareGRPOTrainer
     from stare_rl.tasks import get_task
     from stare_rl.train.config import MethodArgs
 

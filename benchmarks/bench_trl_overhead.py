@@ -73,7 +73,8 @@ def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> tuple
 
     from stare_rl.core.registry import get_method
     from stare_rl.core.surrogate import SurrogateConfig
-    from stare_rl.engines.trl.trainer import StareGRPOConfig, StareGRPOTrainer
+    from stare_rl.engines.trl.config import StareGRPOConfig
+    from stare_rl.engines.trl.trainer import StareGRPOTrainer
     from stare_rl.train.config import MethodArgs
 
     model, tok, ds = _parts(model_dir)

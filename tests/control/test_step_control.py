@@ -17,7 +17,7 @@ from test_verl_main import stare_config  # noqa: E402
 
 import stare_rl.engines.verl.main as vm  # noqa: E402
 from stare_rl.core.surrogate import SurrogateConfig  # noqa: E402
-from stare_rl.engines.trl.trainer import trl_step_batch  # noqa: E402
+from stare_rl.engines.trl.batch import trl_step_batch  # noqa: E402
 from stare_rl.engines.verl import adapter as V  # noqa: E402
 from stare_rl.io.runlog import CONTROLLER_FILE, read_json  # noqa: E402
 from stare_rl.train.config import MethodArgs  # noqa: E402

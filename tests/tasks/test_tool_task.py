@@ -156,7 +156,8 @@ def test_tool_suffix_ids_match_trl(tok) -> None:  # noqa: ANN001
 def test_stare_train_task_defaults_and_turn_limit(tmp_path) -> None:  # noqa: ANN001
     """`stare train --task calc_tool` takes configs/calc_tool.yaml on top of the default; flags still win;
     prepare() hands TRL chat prompts and the task's turn limit and length budget."""
-    from stare_rl.train.run import plan_run, prepare
+    from stare_rl.train.plan import plan_run
+    from stare_rl.train.prepare import prepare
 
     plan = plan_run(["--task", "calc_tool", "--output_dir", str(tmp_path), "--max_steps", "7"])
     assert plan.task_args.task == "calc_tool" and plan.grpo.max_steps == 7  # the flag wins over the yaml

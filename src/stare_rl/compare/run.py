@@ -73,7 +73,7 @@ def _seed_list(text: str | None) -> list[int] | None:
 
 def validate_cells(grid: Grid) -> dict[str, Any]:
     """Parse every method's cell with ``stare train``'s parser (no compute); returns one plan per method."""
-    from stare_rl.train.run import plan_run
+    from stare_rl.train.plan import plan_run
 
     plans = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -208,7 +208,7 @@ def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
     import copy
     import dataclasses
 
-    from stare_rl.train.run import prepare
+    from stare_rl.train.prepare import prepare
 
     plan0 = plans[next(iter(grid.methods))]
     out: dict[int, Path] = {}

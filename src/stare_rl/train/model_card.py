@@ -16,7 +16,7 @@ def model_card(plan: Any, notes: list[str], steps: int, before: dict[str, Any] |
     """Markdown text of the card.
 
     Args:
-        plan: the run's :class:`~stare_rl.train.run.Plan`.
+        plan: the run's :class:`~stare_rl.train.plan.Plan`.
         notes: the lines the run printed before training (config base, reward, evaluation split).
         steps: optimizer steps done.
         before, after: evaluation results of the starting and final policy (``None``: not run).

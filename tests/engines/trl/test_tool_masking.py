@@ -25,7 +25,8 @@ trl = pytest.importorskip("trl")
 from stare_rl.core.registry import get_method  # noqa: E402
 from stare_rl.core.surrogate import SurrogateConfig  # noqa: E402
 from stare_rl.engines.trl import trainer as trl_engine  # noqa: E402
-from stare_rl.engines.trl.trainer import StareGRPOConfig, StareGRPOTrainer  # noqa: E402
+from stare_rl.engines.trl.config import StareGRPOConfig  # noqa: E402
+from stare_rl.engines.trl.trainer import StareGRPOTrainer  # noqa: E402
 from stare_rl.train.config import MethodArgs  # noqa: E402
 
 B, T = 4, 12

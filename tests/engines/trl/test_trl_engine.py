@@ -19,7 +19,8 @@ trl = pytest.importorskip("trl")
 from stare_rl.core.registry import get_method  # noqa: E402
 from stare_rl.core.surrogate import SurrogateConfig  # noqa: E402
 from stare_rl.core.types import TokenBatch  # noqa: E402
-from stare_rl.engines.trl.trainer import TRL_HOOKS, TRL_VERSION, StareGRPOConfig, StareGRPOTrainer  # noqa: E402
+from stare_rl.engines.trl.config import StareGRPOConfig  # noqa: E402
+from stare_rl.engines.trl.trainer import TRL_HOOKS, TRL_VERSION, StareGRPOTrainer  # noqa: E402
 from stare_rl.methods.stare.gate import StareGate  # noqa: E402
 from stare_rl.train.config import MethodArgs  # noqa: E402
 
@@ -153,7 +154,7 @@ def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path, 
     """
     from transformers import TrainerCallback
 
-    from stare_rl.engines.trl.trainer import _loss_mask
+    from stare_rl.engines.trl.batch import loss_mask
 
     snapshots: dict[int, Any] = {}
 
@@ -176,7 +177,7 @@ def test_gate_uses_pre_update_entropy_once_per_generation_batch(tmp_path: Path, 
     def entropy(policy: Any, batch: dict[str, Any]) -> float:
         with torch.no_grad():
             _, ent, _ = trainer._forward(policy, batch, compute_entropy=True)  # (B, T)
-        mask = _loss_mask(batch)
+        mask = loss_mask(batch)
         return float((ent * mask).sum() / mask.sum())
 
     expected = [entropy(snapshots[i * spg], batches[i]) for i in range(n_batches)]
@@ -286,7 +287,7 @@ def _hangs(completion: str, answer: str) -> float:
 
 
 def test_reward_errors_and_timeouts_score_zero_and_are_counted() -> None:
-    from stare_rl.engines.trl.trainer import make_reward_func
+    from stare_rl.engines.trl.rewards import make_reward_func
 
     logged: list[tuple[str, float]] = []
     for fn, timeout in ((_raises, 5.0), (_hangs, 0.05)):
@@ -299,7 +300,7 @@ def test_reward_errors_and_timeouts_score_zero_and_are_counted() -> None:
 
 
 def test_training_goes_on_when_the_reward_function_raises(tmp_path: Path) -> None:
-    from stare_rl.engines.trl.trainer import make_reward_func
+    from stare_rl.engines.trl.rewards import make_reward_func
 
     trainer = make_trainer(tmp_path, "stare", reward=make_reward_func(_raises, timeout_s=5.0))
     trainer.train()
@@ -338,7 +339,7 @@ def test_is_ratio_weights_the_policy_term_not_the_entropy_bonus() -> None:
     """vLLM's sampler/trainer importance ratio multiplies the policy term only (TRL); the bonus is added after."""
     from stare_rl import LossContext, compute_loss
     from stare_rl.core.entropy_bonus import EntropyBonusConfig, entropy_bonus
-    from stare_rl.engines.trl.trainer import with_is_ratio_and_bonus
+    from stare_rl.engines.trl.batch import with_is_ratio_and_bonus
 
     g = torch.Generator().manual_seed(0)
     lp = -torch.rand(3, 4, generator=g) - 0.1

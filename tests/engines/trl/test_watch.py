@@ -80,7 +80,7 @@ def test_reward_func_with_the_wrong_count_or_nan() -> None:
 
 
 def test_per_sample_reward_returning_nan_scores_zero_and_is_counted() -> None:
-    from stare_rl.engines.trl.trainer import make_reward_func
+    from stare_rl.engines.trl.rewards import make_reward_func
 
     logged: list[tuple[str, float]] = []
     reward = make_reward_func(lambda c, a: math.nan if c == "bad" else 1.0, timeout_s=5.0)

@@ -3,7 +3,7 @@
 TRL 1.16's GRPOTrainer plays the episodes itself (``GRPOTrainer(tools=...)``: generate until EOS, parse the
 turn with the tokenizer's response schema, call the tools, append the results, generate again, at most
 ``max_tool_calling_iterations`` rounds) and marks the tool-result tokens with ``tool_mask = 0``; the stare-rl
-adapter multiplies that mask into every loss-side mask (:func:`stare_rl.engines.trl.trainer._loss_mask`). With
+adapter multiplies that mask into every loss-side mask (:func:`stare_rl.engines.trl.batch.loss_mask`). With
 tools, a completion reaches the reward functions as the list of messages after the prompt; this module scores
 the final answer and logs per batch (through TRL's ``log_metric`` hook, hence ``metrics.jsonl``):
 
@@ -18,7 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from stare_rl.engines.trl.rewards import make_reward_func
 from stare_rl.tasks.tool_episodes import episode_stats, summarize_episodes
+
+
+def tool_metrics(episodes: list[Any], rewards: list[float]) -> dict[str, float]:
+    """``tools/*`` of one batch of episodes."""
+    return {f"tools/{k}": v for k, v in summarize_episodes([episode_stats(e) for e in episodes], rewards).items()}
 
 
 def make_tool_reward_func(
@@ -28,25 +34,10 @@ def make_tool_reward_func(
 
     ``fn`` receives the episode's messages (assistant turns, tool results); a task's reward reads the final
     answer from them (:func:`stare_rl.tasks.tool_episodes.final_answer`). Reward failures are counted in
-    ``reward/errors``.
+    ``reward/errors``, the episodes summarised in ``tools/*``.
     """
-    from stare_rl.tasks.rewards import safe_rewards
-
-    def reward_func(prompts: list, completions: list, **kwargs: Any) -> list[float]:
-        answers = kwargs.get(answer_key)
-        if answers is None:
-            raise ValueError(f"the dataset has no {answer_key!r} column for the reward function")
-        scored = safe_rewards(fn, completions, [str(a) for a in answers], timeout_s)
-        rewards = [float(score) for score, _ in scored]
-        log = kwargs.get("log_metric")
-        if log is not None:
-            log("reward/errors", float(sum(err is not None for _, err in scored)))
-            for key, value in summarize_episodes([episode_stats(c) for c in completions], rewards).items():
-                log(f"tools/{key}", value)
-        return rewards
-
-    reward_func.__name__ = name
-    return reward_func
+    return make_reward_func(fn, timeout_s, name, answer_key, scored=lambda episode: episode,
+                            batch_metrics=tool_metrics)
 
 
-__all__ = ["make_tool_reward_func"]
+__all__ = ["make_tool_reward_func", "tool_metrics"]

@@ -1,6 +1,6 @@
 """TRL engine adapter: a GRPOTrainer whose loss is a registered stare-rl method. Built against trl==1.16.0.
 
-This is the only module that imports ``trl``. It translates, nothing more:
+The ``engines/trl`` package is the only code that imports ``trl``. It translates, nothing more:
 
 - tensors: TRL's completion batch -> :class:`~stare_rl.core.types.TokenBatch` (TRL's own per-token log-probs and,
   where the method, an entropy bonus, the controllers' measuring forward or the quadrant diagnostics need
@@ -23,21 +23,19 @@ import dataclasses
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate.utils import is_peft_model
 from safetensors import SafetensorError
-from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOTrainer
 
 from stare_rl.control.setup import LossSetup
 from stare_rl.core.advantages import compute_advantages, dynamic_sampling_mask
 from stare_rl.core.aggregate import aggregate
-from stare_rl.core.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
+from stare_rl.core.entropy_bonus import EntropyBonusConfig
 from stare_rl.core.metrics import (
     DYNAMIC_SAMPLING,
     MEAN_WEIGHT,
@@ -46,16 +44,14 @@ from stare_rl.core.metrics import (
     mask_fraction_metric,
 )
 from stare_rl.core.quadrants import quadrant_stats
-from stare_rl.core.registry import compute_loss, declared_metrics
+from stare_rl.core.registry import compute_loss
 from stare_rl.core.types import LossContext, TokenBatch
+from stare_rl.engines.trl.batch import loss_mask, trl_step_batch, trl_token_batch, with_is_ratio_and_bonus
+from stare_rl.engines.trl.callbacks import CompactProgressCallback, MetricsJsonlCallback
+from stare_rl.engines.trl.config import check_superseded
+from stare_rl.engines.trl.head import LMHeadSwitch
 from stare_rl.engines.trl.refill import GroupRefill, take_rows
-from stare_rl.io.runlog import (
-    TRAIN_SUMMARY_FILE,
-    CheckpointWriteError,
-    MetricsWriter,
-    RunLayout,
-    write_json_atomic,
-)
+from stare_rl.io.runlog import CheckpointWriteError, RunLayout
 
 logger = logging.getLogger(__name__)
 
@@ -88,70 +84,6 @@ _VERL_NAMES = {
     "learning_rate": "actor/lr",
 }
 _ACTOR_METRICS = {"pg_clipfrac", "pg_clipfrac_lower", "ppo_kl", "entropy_coef", "entropy"}
-# GRPOConfig fields that stare-rl replaces: field -> (TRL default, what to use instead).
-SUPERSEDED_FIELDS: dict[str, tuple[Any, str]] = {
-    "loss_type": ("dapo", "loss_agg_mode"),
-    "epsilon": (0.2, "clip_ratio_low"),
-    "epsilon_high": (None, "clip_ratio_high"),
-    "delta": (None, "clip_ratio_c (dual clip)"),
-    "scale_rewards": ("group", "advantage_estimator (grpo | drgrpo | rloo)"),
-    "top_entropy_quantile": (1.0, "method high_entropy (rho)"),
-    "entropy_coef": (0.0, "entropy_bonus fixed|adaptive and bonus_coef"),
-    "use_adaptive_entropy": (False, "entropy_bonus adaptive"),
-    "importance_sampling_level": ("token", "a token-level method"),
-    "off_policy_mask_threshold": (None, "(not supported)"),
-    "beta": (0.0, "(KL to a reference model is not supported by stare-rl methods)"),
-    "multi_objective_aggregation": ("sum_then_normalize", "(a single reward)"),
-}
-
-
-@dataclasses.dataclass
-class StareGRPOConfig(GRPOConfig):
-    """TRL's GRPOConfig with stare-rl defaults: log every step; bf16 only where a CUDA device exists."""
-
-    logging_steps: float = dataclasses.field(
-        default=1, metadata={"help": "Log (and write metrics.jsonl) every this many optimizer steps."}
-    )
-    bf16: bool | None = dataclasses.field(
-        default=None, metadata={"help": "bf16 mixed precision; default: on when a CUDA device is present, else off."}
-    )
-
-    def __post_init__(self) -> None:
-        if not torch.cuda.is_available():
-            self.bf16 = False if self.bf16 is None else self.bf16
-            self.dataloader_pin_memory = False  # nothing to pin to on CPU (silences a torch warning)
-        super().__post_init__()
-
-
-def check_superseded(args: GRPOConfig) -> None:
-    """ValueError if a GRPOConfig field that a stare-rl field replaces was changed from TRL's default."""
-    for name, (default, instead) in SUPERSEDED_FIELDS.items():
-        value = getattr(args, name)
-        if value != default:
-            raise ValueError(f"{name}={value!r} is TRL's own loss setting and is not used by stare-rl; use {instead}")
-
-
-def make_reward_func(
-    fn: Callable[[str, str], float], timeout_s: float, name: str = "reward", answer_key: str = "answer"
-) -> Callable[..., list[float]]:
-    """A TRL reward function scoring each completion with ``fn(completion, answer)`` (0 on error or timeout).
-
-    Failures are counted: ``reward/errors`` (per batch) through TRL's ``log_metric`` hook.
-    """
-    from stare_rl.tasks.rewards import safe_rewards
-
-    def reward_func(prompts: list, completions: list, **kwargs: Any) -> list[float]:
-        answers = kwargs.get(answer_key)
-        if answers is None:
-            raise ValueError(f"the dataset has no {answer_key!r} column for the reward function")
-        texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]  # chat -> last message
-        scored = safe_rewards(fn, texts, [str(a) for a in answers], timeout_s)
-        if kwargs.get("log_metric") is not None:
-            kwargs["log_metric"]("reward/errors", float(sum(err is not None for _, err in scored)))
-        return [float(score) for score, _ in scored]
-
-    reward_func.__name__ = name
-    return reward_func
 
 
 class StareGRPOTrainer(GRPOTrainer):
@@ -208,7 +140,7 @@ class StareGRPOTrainer(GRPOTrainer):
         if self.setup.dynamic_sampling:
             self._metrics["train"][DYNAMIC_SAMPLING + "kept"].append(float(keep.mean()))
         out["stare_keep"] = keep  # (B,) 1 = the row takes part in the loss
-        mask = _loss_mask(out)  # (B, T)
+        mask = loss_mask(out)  # (B, T)
         out["stare_norm_tokens"], out["stare_norm_seqs"] = self._window_normalizers(mask)  # 0-dim each
         self._ctx = self._update_controllers(out)
         return out
@@ -413,7 +345,7 @@ class StareGRPOTrainer(GRPOTrainer):
         measuring = self._ctx is None
         logps, entropies, aux_loss = self._forward(model, inputs, compute_entropy=self._needs_entropy(inputs, measuring),
                                                    compute_aux_loss=self.aux_loss_enabled)  # (B, T), grad flows
-        mask = _loss_mask(inputs)  # (B, T)
+        mask = loss_mask(inputs)  # (B, T)
         batch = trl_token_batch(inputs, logps, entropies)
         if measuring:  # first forward on a fresh generation batch (steps_per_generation == 1)
             self._ctx = self._begin_step(trl_step_batch(inputs, logps, entropies))
@@ -504,143 +436,4 @@ class StareGRPOTrainer(GRPOTrainer):
             self.step_control.load(checkpoint)
 
 
-def with_is_ratio_and_bonus(out: Any, batch: TokenBatch, is_ratio: torch.Tensor | None,
-                            bonus: EntropyBonusConfig | None, ctx: LossContext) -> tuple[Any, torch.Tensor]:
-    """The method's output with vLLM's importance-sampling ratio on the policy term, then the entropy bonus.
-
-    TRL multiplies only its policy term by the sampler/trainer mismatch ratio (``importance_sampling_ratio``,
-    ``(B, T)`` or ``(B, 1)``); a bonus on the trainer's own entropy is not a sample-based estimate and is added
-    unweighted, as TRL adds its KL term after the ratio.
-
-    Returns:
-        (output whose ``token_loss`` is ``ratio * policy + bonus``, the ratio-weighted policy term ``(B, T)``).
-    """
-    if is_ratio is not None:
-        out = dataclasses.replace(out, token_loss=out.token_loss * is_ratio)
-    policy_token_loss = out.token_loss
-    if bonus is not None:
-        out = add_entropy_bonus(out, batch, bonus, ctx)
-    return out, policy_token_loss
-
-
-def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor | None) -> TokenBatch:
-    """Translate a TRL completion batch + the policy's per-token log-probs and entropies into a TokenBatch.
-
-    Args:
-        inputs: TRL's batch (``completion_mask``, ``advantages`` (B,), ``stare_keep``, optional ``tool_mask``
-            and ``old_per_token_logps``; absent = on-policy).
-        logps, entropies: ``(B, T)`` of the current policy (TRL's, at the sampling temperature); entropies
-            ``None`` when not computed.
-    """
-    mask = _loss_mask(inputs)  # (B, T)
-    old = inputs.get("old_per_token_logps")
-    old = logps.detach() if old is None else old  # on-policy: TRL skips the old forward
-    # the old policy's entropy: from TRL's old log-prob pass when it ran, else the policy has not moved since
-    # generation and the current forward's entropy is the old one
-    old_entropy = inputs.get("old_entropy")
-    if old_entropy is None and entropies is not None:
-        old_entropy = entropies.detach()
-    adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
-    return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype),
-                      None if entropies is None else entropies.to(logps.dtype),
-                      old_entropy=None if old_entropy is None else old_entropy.to(logps.dtype))
-
-
-def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor | None) -> TokenBatch:
-    """What the step controller sees: :func:`trl_token_batch`, detached. When DAPO dropped every group on every
-    rank, the mask covers all completions instead: the controllers measure the policy, not the loss."""
-    batch = trl_token_batch(inputs, logps.detach(), None if entropies is None else entropies.detach())
-    if float(inputs["stare_norm_tokens"]) == 0:  # global kept-token count (one reduce, done at generation)
-        all_mask = _loss_mask({**inputs, "stare_keep": torch.ones_like(inputs["stare_keep"])})  # (B, T)
-        batch = dataclasses.replace(batch, mask=all_mask.to(batch.log_prob.dtype))
-    return batch
-
-
-class LMHeadSwitch:
-    """TRL 1.16's fused LM head with the entropy on or off per call.
-
-    ``GRPOTrainer.__init__`` patches the model with ``add_fused_lm_head(outputs=("log_probs", "entropy"))``: the
-    entropy is then computed in every call, inside the tile pass that computes the log-probs (one more
-    multiply-add and sum per logit, about 2-6% of a step at V = 151,936 with a small hidden size,
-    docs/benchmarks.md). This keeps that forward and adds a log-prob-only one
-    (``add_fused_lm_head(outputs=("log_probs",))``); :meth:`entropy` selects one for a call. Models whose
-    forward is not TRL's patched one keep it (always with entropy).
-    """
-
-    def __init__(self, model: Any, temperature: float, cast_lm_head_to_fp32: bool) -> None:
-        from trl.trainer.utils import add_fused_lm_head
-
-        self.model = model
-        self.with_entropy = model.__dict__.get("forward")  # TRL's patched, bound forward
-        self.without_entropy = None
-        func = getattr(self.with_entropy, "__func__", None)
-        if func is not None and getattr(func, "__wrapped__", None) is type(model).forward:
-            add_fused_lm_head(model, temperature=temperature, cast_lm_head_to_fp32=cast_lm_head_to_fp32,
-                              outputs=("log_probs",))  # wraps TRL's forward (generation still goes through it)
-            self.without_entropy = model.__dict__["forward"]
-            model.forward = self.with_entropy  # the default stays TRL's own
-
-    @contextlib.contextmanager
-    def entropy(self, needed: bool) -> Iterator[None]:
-        """Within the block, fused calls compute the entropy only if ``needed``."""
-        if needed or self.without_entropy is None:
-            yield
-            return
-        self.model.forward = self.without_entropy
-        try:
-            yield
-        finally:
-            self.model.forward = self.with_entropy
-
-
-def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
-    """``(B, T)`` float mask: completion tokens (minus tool output) of rows kept by dynamic sampling."""
-    mask = batch["completion_mask"].float()
-    if "tool_mask" in batch:
-        mask = mask * batch["tool_mask"].float()
-    return mask * batch["stare_keep"].unsqueeze(1).to(mask.dtype)
-
-
-class CompactProgressCallback(ProgressCallback):
-    """TRL's progress bar with a few headline metrics as its postfix instead of printing every log dict."""
-
-    SHOWN = {"critic/score/mean": "score", "actor/entropy": "entropy", "response_length/mean": "len"}
-
-    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
-        if state.is_world_process_zero and self.training_bar is not None and logs:
-            # plus the metrics that methods declare with a progress-bar name (e.g. STARE's gate)
-            shown_keys = {**self.SHOWN, **{m.key: m.short for m in declared_metrics() if m.short}}
-            shown = {short: f"{logs[k]:.3g}" for k, short in shown_keys.items() if isinstance(logs.get(k), float)}
-            self.training_bar.set_postfix(shown, refresh=False)
-
-
-class MetricsJsonlCallback(TrainerCallback):
-    """Writes every per-step log as one line of ``metrics.jsonl`` (main process only); the end-of-training
-    summary (``train_runtime``, ``train_loss``, ...) goes to ``train_summary.json`` next to it."""
-
-    def __init__(self, path: str | os.PathLike) -> None:
-        self.path = Path(path)
-        self.writer: MetricsWriter | None = None
-
-    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
-        if state.is_world_process_zero:
-            self.writer = MetricsWriter(self.path, resume_step=state.global_step if state.global_step else None)
-
-    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
-        if self.writer is None or not logs:
-            return
-        if "train_runtime" in logs:
-            write_json_atomic(self.path.parent / TRAIN_SUMMARY_FILE, {"step": state.global_step, **logs})
-        else:
-            self.writer.write(state.global_step, logs)
-
-
-__all__ = [
-    "TRL_HOOKS",
-    "TRL_VERSION",
-    "MetricsJsonlCallback",
-    "StareGRPOConfig",
-    "StareGRPOTrainer",
-    "check_superseded",
-    "make_reward_func",
-]
+__all__ = ["TRL_HOOKS", "TRL_VERSION", "StareGRPOTrainer"]

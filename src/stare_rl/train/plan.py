@@ -1,0 +1,199 @@
+"""``stare train``, step 1: argv -> a :class:`Plan` (every field parsed and validated, before any compute).
+
+The command line is TRL's convention: YAML (``--config``, layered on the embedded default) overridden by
+``--key value`` flags, over GRPOConfig + the model/task, method, surrogate and warm-start sections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stare_rl.train.checks import (
+    check_numbers,
+    check_output_dir,
+    coerce_config_values,
+    join_negative_values,
+    owners_of_field,
+    raise_instead_of_exit,
+)
+from stare_rl.train.config import (
+    DEFAULT_CONFIG,
+    ModelTaskArgs,
+    WarmStartArgs,
+    load_task_config,
+    load_yaml_config,
+)
+
+CONFIG_BASES = ("default", "none")
+EPILOG = (
+    "Fields come from TRL's GRPOConfig, the model/task and method sections, the shared clipped surrogate and "
+    "the chosen method's own config (shown for --method, default stare). YAML keys and --flags use the same "
+    "names. The embedded default (stare_rl/configs/default.yaml) is always the base: --config is layered on it. "
+    "Docs: docs/train.md."
+)
+
+
+@dataclass
+class Plan:
+    """A fully parsed and validated run, before any compute."""
+
+    grpo: Any
+    task_args: ModelTaskArgs
+    method_args: Any
+    setup: Any
+    explicit: dict[str, Any]
+    warmstart: WarmStartArgs = dataclasses.field(default_factory=WarmStartArgs)
+    base_note: str = ""  # which config(s) the run starts from
+
+
+def _pre_parse(argv: list[str]) -> tuple[str | None, str, str | None, list[str], bool, str]:
+    """``(config path, method, task, remaining argv, help requested, config base)`` without the full parser."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=None)
+    pre.add_argument("--config_base", default="default", choices=CONFIG_BASES)
+    pre.add_argument("--method", default=None)
+    pre.add_argument("--task", default=None)
+    pre.add_argument("-h", "--help", action="store_true")
+    raise_instead_of_exit(pre)
+    known, _ = pre.parse_known_args(argv)
+    rest = _drop_flag(_drop_flag(argv, "--config"), "--config_base")
+    return known.config, known.method, known.task, rest, known.help, known.config_base
+
+
+def _drop_flag(argv: list[str], flag: str) -> list[str]:
+    out, skip = [], False
+    for i, tok in enumerate(argv):
+        if skip:
+            skip = False
+        elif tok == flag:
+            skip = i + 1 < len(argv)
+        elif not tok.startswith(flag + "="):
+            out.append(tok)
+    return out
+
+
+def build_parser(method: str) -> Any:
+    """HfArgumentParser over GRPOConfig + ModelTaskArgs + MethodArgs + SurrogateConfig + the method's config
+    + WarmStartArgs."""
+    from transformers import HfArgumentParser
+
+    from stare_rl.core.registry import get_method
+    from stare_rl.core.surrogate import SurrogateConfig
+    from stare_rl.engines.trl.config import SUPERSEDED_FIELDS, StareGRPOConfig
+    from stare_rl.train.config import MethodArgs
+
+    spec = get_method(method)
+    parser = HfArgumentParser(
+        (StareGRPOConfig, ModelTaskArgs, MethodArgs, SurrogateConfig, spec.config_cls, WarmStartArgs),
+        prog="stare train",
+        description=f"GRPO with a stare-rl method on TRL (method fields shown: {method}).",
+        epilog=EPILOG,
+        conflict_handler="error",
+    )
+    parser.add_argument("--config", default=None,
+                        help="YAML file of field: value, layered on the embedded default (its keys win).")
+    parser.add_argument("--config_base", default="default", choices=CONFIG_BASES,
+                        help="What --config is layered on: 'default' (the embedded default.yaml) or 'none' (the "
+                        "library defaults of each field, as `stare compare` cells do).")
+    for action in parser._actions:
+        if action.dest in SUPERSEDED_FIELDS:
+            action.help = f"[not used by stare-rl; use {SUPERSEDED_FIELDS[action.dest][1]}] " + (action.help or "")
+    return parser
+
+
+def _known_fields(parser: Any) -> set[str]:
+    """Field names (YAML keys) of the parser."""
+    return {a.dest for a in parser._actions if a.dest not in ("help", "config", "config_base")}
+
+
+def _known_flags(parser: Any) -> set[str]:
+    """Every ``--flag`` spelling (dashes, ``--no_x`` for booleans), without the leading dashes."""
+    return {opt[2:] for a in parser._actions for opt in a.option_strings if opt.startswith("--")} - {"help"}
+
+
+def _check_keys(keys: list[str], known: set[str], where: str, method: str) -> None:
+    from stare_rl.core.registry import get_method, list_methods
+
+    for key in keys:
+        if key in known:
+            continue
+        owners = owners_of_field(key.replace("-", "_"), list_methods(), lambda m: get_method(m).config_cls)
+        if owners:
+            others = f" (and {', '.join(owners[1:])})" if len(owners) > 1 else ""
+            raise ValueError(f"{key} belongs to {owners[0]}{others}, not to method={method!r} (in {where}); "
+                             f"add --method {owners[0]} or drop {key}")
+        close = difflib.get_close_matches(key, sorted(known), n=3)
+        hint = f"; did you mean {close}?" if close else ""
+        raise ValueError(f"unknown field {key!r} in {where}{hint} (see `stare train --help`)")
+
+
+def _cli_keys(argv: list[str]) -> list[str]:
+    return [tok[2:].split("=", 1)[0] for tok in argv if tok.startswith("--")]
+
+
+def _layered_config(config: str | None, config_base: str = "default",
+                    task: str | None = None) -> tuple[dict[str, Any], dict[str, str], str]:
+    """``(values, origin of each key, note)``: the embedded default, with ``config``'s keys on top (or
+    ``config`` alone with ``config_base='none'``). Without ``config``, an embedded task's own defaults
+    (``configs/<task>.yaml``) go on top of the default."""
+    embedded = f"the embedded default ({DEFAULT_CONFIG})"
+    default = load_yaml_config(None)
+    if config is None:
+        name = task or str(default.get("task", ModelTaskArgs.task))
+        own = load_task_config(name)
+        origin = {**dict.fromkeys(default, embedded), **dict.fromkeys(own, f"the embedded {name}.yaml")}
+        note = f"config: {embedded}" + (f" + the embedded {name}.yaml" if own else "")
+        return {**default, **own}, origin, note
+    own = load_yaml_config(config)
+    if config_base == "none":
+        return own, dict.fromkeys(own, config), f"config: {config} alone (config_base none: library defaults below)"
+    origin = {**dict.fromkeys(default, embedded), **dict.fromkeys(own, config)}
+    return {**default, **own}, origin, f"config: {config} on top of {embedded}"
+
+
+def _plain(value: Any) -> Any:
+    """A YAML-safe value (enums as their value)."""
+    return getattr(value, "value", value)
+
+
+def plan_run(argv: list[str]) -> Plan | None:
+    """Parse and validate ``argv`` (``None`` after printing --help). Raises ValueError on bad input."""
+    argv = join_negative_values(list(argv))
+    config, method, task, rest, want_help, config_base = _pre_parse(argv)
+    base, origin, base_note = _layered_config(config, config_base, task)
+    method = method or str(base.get("method", "stare"))
+    parser = build_parser(method)
+    raise_instead_of_exit(parser)
+    if want_help:
+        parser.print_help()
+        return None
+    known = _known_fields(parser)
+    own_keys = [k for k in base if origin[k] == config]
+    _check_keys(own_keys, known, config or "", method)
+    base = {k: v for k, v in base.items() if k in known}  # the default's keys of another method are dropped
+    _check_keys(_cli_keys(rest), _known_flags(parser), "the command line", method)
+    task = task or str(base.get("task", ModelTaskArgs.task))
+    run_name = f"{method}-{task}-{time.strftime('%Y%m%d-%H%M%S')}"
+    parser.set_defaults(**{"output_dir": str(Path("runs") / run_name), **coerce_config_values(base, parser, origin)})
+    parsed = parser.parse_args_into_dataclasses(args=rest, look_for_args_file=False)
+    grpo, task_args, method_args, surrogate, method_cfg, warmstart = parsed[:6]  # [6]: --config namespace
+    from stare_rl.engines.trl.config import check_superseded
+
+    check_superseded(grpo)
+    check_numbers(grpo, (task_args, method_args, surrogate, method_cfg, warmstart))
+    check_output_dir(grpo.output_dir, resuming=grpo.resume_from_checkpoint is not None)
+    setup = method_args.loss_setup(method_cfg, surrogate)
+    explicit = {**base, **{k: getattr(grpo, k, None) for k in _cli_keys(rest) if hasattr(grpo, k)}}
+    for obj in (task_args, method_args, surrogate, method_cfg, warmstart):
+        explicit.update(dataclasses.asdict(obj))
+    for key in load_yaml_config(None):  # pin the default's keys: config.yaml re-runs the same on any base
+        if key not in explicit and hasattr(grpo, key):
+            explicit[key] = _plain(getattr(grpo, key))
+    return Plan(grpo=grpo, task_args=task_args, method_args=method_args, setup=setup, explicit=explicit,
+                warmstart=warmstart, base_note=base_note)
