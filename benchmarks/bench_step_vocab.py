@@ -112,12 +112,9 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     from transformers.utils import logging as hf_logging
     from trl import GRPOConfig, GRPOTrainer
 
-    from stare_rl.core.registry import make_config
-    from stare_rl.core.surrogate import SurrogateConfig
     from stare_rl.engines.trl.config import StareGRPOConfig
     from stare_rl.engines.trl.trainer import StareGRPOTrainer
     from stare_rl.tasks import get_task
-    from stare_rl.train.config import MethodArgs
 
     hf_logging.set_verbosity_error()
     torch.set_num_threads(1)
@@ -147,11 +144,9 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     else:
         method = _METHOD[variant]
         overrides = {"target_entropy": 100.0} if method == "stare" else {}  # random model: H ~ log V; gate on
-        setup = MethodArgs(method=method, quadrant_metrics=not args.no_quadrants).loss_setup(
-            make_config(method, **overrides), SurrogateConfig()
-        )
+        config = StareGRPOConfig(**common, method=method, quadrant_metrics=not args.no_quadrants, **overrides)
         trainer = StareGRPOTrainer(model=model, reward_funcs=_reward, processing_class=tok, train_dataset=ds,
-                                   args=StareGRPOConfig(**common), setup=setup, callbacks=[probe.callback()])
+                                   args=config, callbacks=[probe.callback()])
     trainer.train()
     gate = [log["control/gate_on"] for log in trainer.state.log_history if "control/gate_on" in log]
     w = args.warmup

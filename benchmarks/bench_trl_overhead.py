@@ -71,11 +71,8 @@ def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> tuple
     """Median (wall, CPU) seconds per optimizer step after ``warmup`` steps."""
     from trl import GRPOConfig, GRPOTrainer
 
-    from stare_rl.core.registry import get_method
-    from stare_rl.core.surrogate import SurrogateConfig
     from stare_rl.engines.trl.config import StareGRPOConfig
     from stare_rl.engines.trl.trainer import StareGRPOTrainer
-    from stare_rl.train.config import MethodArgs
 
     model, tok, ds = _parts(model_dir)
     reward = _reward if model_dir else _digits
@@ -94,9 +91,8 @@ def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> tuple
 
         trainer.remove_callback(PrinterCallback)  # the adapter does not print every log either
     else:
-        setup = MethodArgs(method=kind).loss_setup(get_method(kind).config_cls(), SurrogateConfig())
-        trainer = StareGRPOTrainer(model=model, reward_funcs=reward, args=StareGRPOConfig(**common),
-                                   train_dataset=ds, processing_class=tok, setup=setup, callbacks=[timer.callback()])
+        trainer = StareGRPOTrainer(model=model, reward_funcs=reward, args=StareGRPOConfig(**common, method=kind),
+                                   train_dataset=ds, processing_class=tok, callbacks=[timer.callback()])
     trainer.train()
     marks = timer.marks[warmup:]
     pairs = list(zip(marks, marks[1:], strict=False))

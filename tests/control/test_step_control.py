@@ -18,9 +18,9 @@ from test_verl_main import stare_config  # noqa: E402
 import stare_rl.engines.verl.main as vm  # noqa: E402
 from stare_rl.core.surrogate import SurrogateConfig  # noqa: E402
 from stare_rl.engines.trl.batch import trl_step_batch  # noqa: E402
+from stare_rl.engines.trl.options import StepOptions  # noqa: E402
 from stare_rl.engines.verl import adapter as V  # noqa: E402
 from stare_rl.io.runlog import CONTROLLER_FILE, read_json  # noqa: E402
-from stare_rl.train.config import MethodArgs  # noqa: E402
 
 
 def _step(seed: int, entropy_scale: float) -> dict[str, torch.Tensor]:
@@ -42,7 +42,7 @@ def test_trl_and_verl_give_the_same_context_and_saved_state(tmp_path: Path, entr
     assert method_cfg.weight_control == "paper" and method_cfg.selection_scope == "global"
 
     # TRL: the trainer's StepController from the set-up; its translation of the completion batch
-    trl_ctrl = MethodArgs(method="stare").loss_setup(method_cfg, SurrogateConfig()).step_controller()
+    trl_ctrl = StepOptions().loss_setup("stare", method_cfg, SurrogateConfig()).step_controller()
     # verl: the driver's StepController; the workers rebuild theirs from its state in the loss
     verl_ctrl = vm.step_controller(cfg)
 

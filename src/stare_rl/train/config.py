@@ -1,9 +1,10 @@
 """Configuration of ``stare train``: model/task fields, method selection, and the engine-agnostic loss set-up.
 
-The command line is TRL's convention: GRPOConfig fields (the engine) + :class:`ModelTaskArgs` +
-:class:`MethodArgs` + :class:`stare_rl.core.surrogate.SurrogateConfig` + the chosen method's own config class,
-from a YAML file (``--config``) overridden by ``--key value`` flags. Defaults live in those dataclasses only;
-``configs/default.yaml`` is the embedded offline run.
+The command line is TRL's convention: the fields of :class:`stare_rl.trl.StareGRPOConfig` (TRL's GRPOConfig +
+the method, its fields, the step options and the clipped surrogate: the public TRL API, the same config a TRL
+script uses) + :class:`ModelTaskArgs` + :class:`WarmStartArgs`, from a YAML file (``--config``) overridden by
+``--key value`` flags. Defaults live in those dataclasses only; ``configs/default.yaml`` is the embedded offline
+run.
 """
 
 from __future__ import annotations
@@ -15,10 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from stare_rl.control.setup import LossSetup
-from stare_rl.core.entropy_bonus import EntropyBonusConfig
-from stare_rl.core.surrogate import SurrogateConfig
 
 DEFAULT_CONFIG = "default.yaml"
 REWARDS = ("auto", "task", "math")
@@ -199,113 +196,6 @@ class WarmStartArgs:
 
 def _looks_like_path(s: str) -> bool:
     return s.startswith((".", "/", "~")) or s.count("/") > 1
-
-
-@dataclass(frozen=True)
-class MethodArgs:
-    """Which registered loss to train with, and the controllers and batch-level options around it.
-
-    ``None`` for a controller setting means the controller's own default (:mod:`stare_rl.control.base`).
-    """
-
-    method: str = field(
-        default="stare",
-        metadata={"help": "Registered method (`stare train --help` lists them). Its own fields (e.g. STARE's "
-                  "weight_control) are listed by `stare train --method NAME --help`."},
-    )
-    advantage_estimator: str = field(
-        default="grpo", metadata={"help": "Registered advantage estimator: grpo | drgrpo | rloo (stare_rl.core.advantages)."}
-    )
-    dynamic_sampling: bool = field(
-        default=False,
-        metadata={"help": "DAPO dynamic sampling (§3.2): prompt groups whose rewards all agree carry no gradient; "
-                  "see dynamic_sampling_mode for what replaces them."},
-    )
-    dynamic_sampling_mode: str = field(
-        default="refill",
-        metadata={"help": "refill: generate more prompt groups until the batch holds as many informative groups as "
-                  "it has rows for, then truncate (DAPO and the STARE script; the batch size stays constant). "
-                  "mask: keep the one generation and drop the constant groups from the loss (the batch shrinks)."},
-    )
-    max_num_gen_batches: int = field(
-        default=10,
-        metadata={"help": "refill: at most this many generation rounds per step, the first included (STARE script: "
-                  "10). Short at the limit: the batch is filled with constant groups masked out of the loss."},
-    )
-    refill_batch_multiplier: int = field(
-        default=1,
-        metadata={"help": "refill: each extra round draws this many generation batches of prompts (the STARE script "
-                  "generates 3 x the train batch per round)."},
-    )
-    entropy_bonus: str = field(
-        default="off", metadata={"help": "off | fixed | adaptive: entropy bonus added to any method's loss."}
-    )
-    bonus_coef: float | None = field(
-        default=None, metadata={"help": "Fixed bonus coefficient, or the adaptive controller's initial value."}
-    )
-    bonus_target_entropy: float | None = field(
-        default=None, metadata={"help": "Adaptive bonus: target token-mean entropy (the coefficient grows below it)."}
-    )
-    bonus_step: float | None = field(default=None, metadata={"help": "Adaptive bonus: coefficient step per batch."})
-    bonus_coef_min: float | None = field(default=None, metadata={"help": "Adaptive bonus: lower bound."})
-    bonus_coef_max: float | None = field(default=None, metadata={"help": "Adaptive bonus: upper bound."})
-    quadrant_metrics: bool = field(
-        default=True,
-        metadata={"help": "Log the four-quadrant token diagnostics (quadrant/*) and actor/entropy every step. Cost: "
-                  "the full-vocabulary entropy of every token on every training forward (TRL: inside its fused "
-                  "LM-head pass, a few percent of a step at V=151,936 with a small model, docs/benchmarks.md); off, "
-                  "the entropy is computed only where the method or its controllers need it."},
-    )
-
-    def __post_init__(self) -> None:
-        from stare_rl.core.advantages import list_advantages
-        from stare_rl.core.registry import get_method
-
-        get_method(self.method)  # unknown method -> ValueError listing the known ones
-        if self.advantage_estimator not in list_advantages():
-            raise ValueError(f"advantage_estimator={self.advantage_estimator!r} is not one of {list_advantages()}")
-        if self.entropy_bonus not in BONUS_MODES:
-            raise ValueError(f"entropy_bonus={self.entropy_bonus!r} is not one of {list(BONUS_MODES)}")
-        if self.dynamic_sampling_mode not in DYNAMIC_SAMPLING_MODES:
-            raise ValueError(f"dynamic_sampling_mode={self.dynamic_sampling_mode!r} is not one of "
-                             f"{list(DYNAMIC_SAMPLING_MODES)}")
-        for name in ("max_num_gen_batches", "refill_batch_multiplier"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r} must be an integer >= 1")
-
-    def _given(self, prefix: str, names: tuple[str, ...]) -> dict[str, float]:
-        return {n: getattr(self, prefix + n) for n in names if getattr(self, prefix + n) is not None}
-
-    def loss_setup(self, method_config: Any, surrogate: SurrogateConfig) -> LossSetup:
-        """The engine-agnostic :class:`LossSetup` (controller settings validated by building them)."""
-        from stare_rl.control.base import AdaptiveEntropyCoef
-
-        bonus = adaptive = None
-        if self.entropy_bonus == "fixed":
-            bonus = EntropyBonusConfig() if self.bonus_coef is None else EntropyBonusConfig(coef=self.bonus_coef)
-        elif self.entropy_bonus == "adaptive":
-            adaptive = self._given("bonus_", ("target_entropy", "step", "coef_min", "coef_max"))
-            if self.bonus_coef is not None:
-                adaptive["init"] = self.bonus_coef
-            AdaptiveEntropyCoef(**adaptive)  # validates
-        return LossSetup(
-            method=self.method,
-            method_config=method_config,
-            surrogate=surrogate,
-            advantage_estimator=self.advantage_estimator,
-            dynamic_sampling=self.dynamic_sampling,
-            dynamic_sampling_mode=self.dynamic_sampling_mode,
-            max_num_gen_batches=self.max_num_gen_batches,
-            refill_batch_multiplier=self.refill_batch_multiplier,
-            entropy_bonus=bonus,
-            adaptive_entropy=adaptive,
-            quadrant_metrics=self.quadrant_metrics,
-        )
-
-
-BONUS_MODES = ("off", "fixed", "adaptive")
-DYNAMIC_SAMPLING_MODES = ("refill", "mask")
 
 
 def default_config_text() -> str:

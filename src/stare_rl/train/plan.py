@@ -43,10 +43,9 @@ EPILOG = (
 class Plan:
     """A fully parsed and validated run, before any compute."""
 
-    grpo: Any
+    grpo: Any  # a StareGRPOConfig: TRL's config + the method, its fields, the step options, the surrogate
     task_args: ModelTaskArgs
-    method_args: Any
-    setup: Any
+    setup: Any  # grpo.loss_setup()
     explicit: dict[str, Any]
     warmstart: WarmStartArgs = dataclasses.field(default_factory=WarmStartArgs)
     base_note: str = ""  # which config(s) the run starts from
@@ -79,18 +78,17 @@ def _drop_flag(argv: list[str], flag: str) -> list[str]:
 
 
 def build_parser(method: str) -> Any:
-    """HfArgumentParser over GRPOConfig + ModelTaskArgs + MethodArgs + SurrogateConfig + the method's config
-    + WarmStartArgs."""
+    """HfArgumentParser over StareGRPOConfig (TRL's GRPOConfig + method, step options, surrogate and method fields:
+    the public TRL API's config) + ModelTaskArgs + WarmStartArgs. Only ``method``'s own method fields are shown
+    and accepted, with the method's defaults."""
     from transformers import HfArgumentParser
 
     from stare_rl.core.registry import get_method
-    from stare_rl.core.surrogate import SurrogateConfig
-    from stare_rl.engines.trl.config import SUPERSEDED_FIELDS, StareGRPOConfig
-    from stare_rl.train.config import MethodArgs
+    from stare_rl.engines.trl.config import SUPERSEDED_FIELDS, StareGRPOConfig, method_field_owners
 
     spec = get_method(method)
     parser = HfArgumentParser(
-        (StareGRPOConfig, ModelTaskArgs, MethodArgs, SurrogateConfig, spec.config_cls, WarmStartArgs),
+        (StareGRPOConfig, ModelTaskArgs, WarmStartArgs),
         prog="stare train",
         description=f"GRPO with a stare-rl method on TRL (method fields shown: {method}).",
         epilog=EPILOG,
@@ -101,20 +99,35 @@ def build_parser(method: str) -> Any:
     parser.add_argument("--config_base", default="default", choices=CONFIG_BASES,
                         help="What --config is layered on: 'default' (the embedded default.yaml) or 'none' (the "
                         "library defaults of each field, as `stare compare` cells do).")
+    own = {f.name: f for f in dataclasses.fields(spec.config_cls)}
+    foreign = set(method_field_owners()) - set(own)
     for action in parser._actions:
         if action.dest in SUPERSEDED_FIELDS:
             action.help = f"[not used by stare-rl; use {SUPERSEDED_FIELDS[action.dest][1]}] " + (action.help or "")
+        elif action.dest in own:  # the chosen method's field: its own help and default
+            action.help, action.default = own[action.dest].metadata.get("help"), _field_default(own[action.dest])
+        elif action.dest in foreign:
+            action.help = argparse.SUPPRESS
+        elif action.dest == "method":
+            action.default = method  # the app's choice (the embedded default's), not the library's baseline
+    parser.foreign_fields = foreign  # another method's: refused by name (see _check_keys)
     return parser
 
 
+def _field_default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default
+
+
 def _known_fields(parser: Any) -> set[str]:
-    """Field names (YAML keys) of the parser."""
-    return {a.dest for a in parser._actions if a.dest not in ("help", "config", "config_base")}
+    """Field names (YAML keys) of the parser (another method's fields excluded)."""
+    return {a.dest for a in parser._actions
+            if a.dest not in ("help", "config", "config_base") and a.dest not in parser.foreign_fields}
 
 
 def _known_flags(parser: Any) -> set[str]:
     """Every ``--flag`` spelling (dashes, ``--no_x`` for booleans), without the leading dashes."""
-    return {opt[2:] for a in parser._actions for opt in a.option_strings if opt.startswith("--")} - {"help"}
+    return {opt[2:] for a in parser._actions if a.dest not in parser.foreign_fields
+            for opt in a.option_strings if opt.startswith("--")} - {"help"}
 
 
 def _check_keys(keys: list[str], known: set[str], where: str, method: str) -> None:
@@ -182,18 +195,17 @@ def plan_run(argv: list[str]) -> Plan | None:
     run_name = f"{method}-{task}-{time.strftime('%Y%m%d-%H%M%S')}"
     parser.set_defaults(**{"output_dir": str(Path("runs") / run_name), **coerce_config_values(base, parser, origin)})
     parsed = parser.parse_args_into_dataclasses(args=rest, look_for_args_file=False)
-    grpo, task_args, method_args, surrogate, method_cfg, warmstart = parsed[:6]  # [6]: --config namespace
-    from stare_rl.engines.trl.config import check_superseded
-
-    check_superseded(grpo)
-    check_numbers(grpo, (task_args, method_args, surrogate, method_cfg, warmstart))
+    grpo, task_args, warmstart = parsed[:3]  # [3]: --config namespace
+    setup = grpo.loss_setup()  # StareGRPOConfig validated the method, its fields, the options and the surrogate
+    options, surrogate, method_cfg = grpo.step_options(), setup.surrogate, setup.method_config
+    check_numbers(grpo, (task_args, options, surrogate, method_cfg, warmstart))
     check_output_dir(grpo.output_dir, resuming=grpo.resume_from_checkpoint is not None)
-    setup = method_args.loss_setup(method_cfg, surrogate)
     explicit = {**base, **{k: getattr(grpo, k, None) for k in _cli_keys(rest) if hasattr(grpo, k)}}
-    for obj in (task_args, method_args, surrogate, method_cfg, warmstart):
+    explicit["method"] = grpo.method
+    for obj in (task_args, options, surrogate, method_cfg, warmstart):
         explicit.update(dataclasses.asdict(obj))
     for key in load_yaml_config(None):  # pin the default's keys: config.yaml re-runs the same on any base
         if key not in explicit and hasattr(grpo, key):
             explicit[key] = _plain(getattr(grpo, key))
-    return Plan(grpo=grpo, task_args=task_args, method_args=method_args, setup=setup, explicit=explicit,
-                warmstart=warmstart, base_note=base_note)
+    return Plan(grpo=grpo, task_args=task_args, setup=setup, explicit=explicit, warmstart=warmstart,
+                base_note=base_note)

@@ -185,7 +185,6 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         args=grpo,
         train_dataset=Dataset.from_list(prep.train_rows),
         processing_class=tokenizer,
-        setup=plan.setup,
         callbacks=[watch, *_curve_callbacks(prep, tokenizer)],  # curve before the metrics.jsonl writer
         **extra,
     )
@@ -198,7 +197,7 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         print(f"training: {prep.resume} is the last step; saving and evaluating it", flush=True)
         trainer.model.load_state_dict(_load_model(prep.resume, grpo.model_init_kwargs)[0].state_dict())
     else:
-        print(f"training: method={plan.setup.method}, run dir {layout.root}", flush=True)
+        print(f"training: method={grpo.method}, run dir {layout.root}", flush=True)
         with _quiet_tied_weight_warning(trainer.model):
             trainer.train(resume_from_checkpoint=prep.resume)
     if watch.stopped:

@@ -22,12 +22,9 @@ import torch
 
 trl = pytest.importorskip("trl")
 
-from stare_rl.core.registry import get_method  # noqa: E402
-from stare_rl.core.surrogate import SurrogateConfig  # noqa: E402
 from stare_rl.engines.trl import trainer as trl_engine  # noqa: E402
 from stare_rl.engines.trl.config import StareGRPOConfig  # noqa: E402
 from stare_rl.engines.trl.trainer import StareGRPOTrainer  # noqa: E402
-from stare_rl.train.config import MethodArgs  # noqa: E402
 
 B, T = 4, 12
 # completion layout per row: 1 = model token, 0 = tool result (TRL's tool_mask), padding past completion_mask
@@ -82,13 +79,11 @@ def _trainer(tmp_path: Path, method: str, method_kwargs: dict[str, Any]) -> Star
     tok = task.build_tokenizer()
     model = build_tiny_model(tok, hidden_size=32, num_layers=2, num_heads=2, seed=0)
     rows = [{"prompt": task.chat_prompt(r), "answer": r["answer"]} for r in task.make_split("train", 8, 0)]
-    cfg = get_method(method).config_cls(**method_kwargs)
-    setup = MethodArgs(method=method).loss_setup(cfg, SurrogateConfig())
-    args = StareGRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=B, num_generations=B,
+    args = StareGRPOConfig(method=method, **method_kwargs, output_dir=str(tmp_path), per_device_train_batch_size=B, num_generations=B,
                            max_completion_length=T, max_steps=1, save_strategy="no", use_cpu=True, seed=0,
                            disable_tqdm=True, report_to="none", max_tool_calling_iterations=3)
     return StareGRPOTrainer(model=model, reward_funcs=lambda completions, **kw: [0.0] * len(completions),
-                            args=args, train_dataset=Dataset.from_list(rows), processing_class=tok, setup=setup,
+                            args=args, train_dataset=Dataset.from_list(rows), processing_class=tok,
                             tools=list(task.tools))
 
 

@@ -16,13 +16,10 @@ import torch
 
 trl = pytest.importorskip("trl")
 
-from stare_rl.core.registry import get_method  # noqa: E402
-from stare_rl.core.surrogate import SurrogateConfig  # noqa: E402
 from stare_rl.core.types import TokenBatch  # noqa: E402
 from stare_rl.engines.trl.config import StareGRPOConfig  # noqa: E402
 from stare_rl.engines.trl.trainer import TRL_HOOKS, TRL_VERSION, StareGRPOTrainer  # noqa: E402
 from stare_rl.methods.stare.gate import StareGate  # noqa: E402
-from stare_rl.train.config import MethodArgs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -66,9 +63,7 @@ def make_trainer(
     **grpo: Any,
 ) -> StareGRPOTrainer:
     model, tok, ds = tiny_parts()
-    cfg = get_method(method).config_cls(**(method_kwargs or {}))
-    setup = MethodArgs(method=method, **(method_args or {})).loss_setup(cfg, SurrogateConfig())
-    kwargs = dict(
+    kwargs = dict(method=method, **(method_kwargs or {}), **(method_args or {}),
         output_dir=str(out), per_device_train_batch_size=16, num_generations=4, max_completion_length=5,
         learning_rate=1e-3, max_steps=2, save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True,
         report_to="none", lr_scheduler_type="constant",
@@ -76,7 +71,7 @@ def make_trainer(
     kwargs.update(grpo)
     args = StareGRPOConfig(**kwargs)
     return StareGRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=ds, processing_class=tok,
-                            setup=setup, callbacks=callbacks)
+                            callbacks=callbacks)
 
 
 def step_logs(trainer: StareGRPOTrainer) -> list[dict[str, float]]:
@@ -371,12 +366,11 @@ def test_moe_router_aux_loss_is_added_as_trl_does(tmp_path: Path) -> None:
                             max_position_embeddings=64, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
                             bos_token_id=tok.bos_token_id, router_aux_loss_coef=0.02)
         model = MixtralForCausalLM(cfg)
-        setup = MethodArgs(method="vanilla").loss_setup(get_method("vanilla").config_cls(), SurrogateConfig())
         args = StareGRPOConfig(output_dir=str(out), per_device_train_batch_size=16, num_generations=4,
                                max_completion_length=5, learning_rate=1e-3, max_steps=1, save_strategy="no",
                                use_cpu=True, seed=0, disable_tqdm=True, report_to="none", router_aux_loss_coef=coef)
         return StareGRPOTrainer(model=model, reward_funcs=digit_reward, args=args, train_dataset=ds,
-                                processing_class=tok, setup=setup)
+                                processing_class=tok)
 
     with_aux, without = moe_trainer(tmp_path / "a", 0.5), moe_trainer(tmp_path / "b", 0.0)
     assert with_aux.aux_loss_enabled and not without.aux_loss_enabled

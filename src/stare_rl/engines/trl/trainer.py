@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -30,9 +29,8 @@ import torch
 from accelerate.utils import is_peft_model
 from safetensors import SafetensorError
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
-from trl import GRPOTrainer
+from trl import GRPOConfig, GRPOTrainer
 
-from stare_rl.control.setup import LossSetup
 from stare_rl.core.advantages import compute_advantages, dynamic_sampling_mask
 from stare_rl.core.aggregate import aggregate
 from stare_rl.core.entropy_bonus import EntropyBonusConfig
@@ -48,10 +46,10 @@ from stare_rl.core.registry import compute_loss
 from stare_rl.core.types import LossContext, TokenBatch
 from stare_rl.engines.trl.batch import loss_mask, trl_step_batch, trl_token_batch, with_is_ratio_and_bonus
 from stare_rl.engines.trl.callbacks import CompactProgressCallback, MetricsJsonlCallback
-from stare_rl.engines.trl.config import check_superseded
+from stare_rl.engines.trl.config import StareGRPOConfig, check_superseded
 from stare_rl.engines.trl.head import LMHeadSwitch
 from stare_rl.engines.trl.refill import GroupRefill, take_rows
-from stare_rl.io.runlog import CheckpointWriteError, RunLayout
+from stare_rl.io.runlog import METRICS_FILE, CheckpointWriteError, RunLayout
 
 logger = logging.getLogger(__name__)
 
@@ -87,29 +85,47 @@ _ACTOR_METRICS = {"pg_clipfrac", "pg_clipfrac_lower", "ppo_kl", "entropy_coef", 
 
 
 class StareGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer whose policy loss is ``stare_rl.core.registry.compute_loss(setup.method, ...)``.
+    """TRL's GRPOTrainer whose policy loss is the stare-rl method chosen in ``args`` (a :class:`StareGRPOConfig`).
 
-    Args:
-        setup: the loss set-up (method + configs + options).
-        metrics_path: where to write ``metrics.jsonl`` (default: ``<output_dir>/metrics.jsonl``).
-        *args, **kwargs: GRPOTrainer's.
+    The constructor is GRPOTrainer's, parameter for parameter (``tests/engines/trl/test_trl_api.py`` compares the
+    signatures): a GRPOTrainer script becomes a stare-rl script by using this class and :class:`StareGRPOConfig`
+    (with ``method=...``). On top of TRL it writes ``<output_dir>/metrics.jsonl`` (every logged step) and saves
+    the step controller's state in every checkpoint (restored by ``resume_from_checkpoint``).
     """
 
-    def __init__(self, *args: Any, setup: LossSetup, metrics_path: str | os.PathLike | None = None, **kwargs: Any):
-        self.setup = setup
+    def __init__(
+        self,
+        model: Any,
+        reward_funcs: Any = None,
+        args: StareGRPOConfig | None = None,
+        train_dataset: Any = None,
+        eval_dataset: Any = None,
+        processing_class: Any = None,
+        reward_processing_classes: Any = None,
+        callbacks: list[Any] | None = None,
+        optimizers: tuple[Any, Any] = (None, None),
+        quantization_config: Any = None,
+        peft_config: Any = None,
+        tools: list[Any] | None = None,
+        rollout_func: Any = None,
+        environment_factory: Any = None,
+    ) -> None:
+        args = _stare_args(args, model)
+        check_superseded(args)  # also when changed after the config was built
+        self.setup = setup = args.loss_setup()
         self.step_control = setup.step_controller()  # group None: the default group spans every rank
         self._ctx: LossContext | None = LossContext()  # None: to be measured by the next training forward
         self._rewards: torch.Tensor | None = None
-        super().__init__(*args, **kwargs)
-        check_superseded(self.args)
+        super().__init__(model, reward_funcs, args, train_dataset, eval_dataset, processing_class,
+                         reward_processing_classes, callbacks, optimizers, quantization_config, peft_config, tools,
+                         rollout_func, environment_factory)
         base = self.model.get_base_model() if is_peft_model(self.model) else self.model
         self._head = LMHeadSwitch(base, self.temperature, self.args.cast_lm_head_to_fp32)
         if setup.dynamic_sampling and setup.dynamic_sampling_mode == "refill" and not hasattr(
                 self.train_dataset, "__getitem__"):
             raise ValueError("dynamic_sampling_mode='refill' draws extra prompts by index and needs a map-style "
                              "train dataset; use dynamic_sampling_mode='mask' with an iterable dataset")
-        path = metrics_path or Path(self.args.output_dir) / "metrics.jsonl"
-        self.add_callback(MetricsJsonlCallback(path))
+        self.add_callback(MetricsJsonlCallback(Path(self.args.output_dir) / METRICS_FILE))
         self.remove_callback(PrinterCallback)  # ~60 metrics a step: metrics.jsonl has them, not the console
         if self.pop_callback(ProgressCallback) is not None:
             self.add_callback(CompactProgressCallback())
@@ -437,3 +453,14 @@ class StareGRPOTrainer(GRPOTrainer):
 
 
 __all__ = ["TRL_HOOKS", "TRL_VERSION", "StareGRPOTrainer"]
+
+
+def _stare_args(args: GRPOConfig | None, model: Any) -> StareGRPOConfig:
+    """``args``, or TRL's default config (``<model name>-GRPO``) when ``None``; a plain GRPOConfig is refused."""
+    if args is None:
+        name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "") or "model"
+        return StareGRPOConfig(output_dir=f"{name.split('/')[-1]}-GRPO")
+    if not isinstance(args, StareGRPOConfig):
+        raise TypeError(f"args is a {type(args).__name__}; StareGRPOTrainer needs a StareGRPOConfig (it carries the "
+                        "method and its fields): replace GRPOConfig(...) with StareGRPOConfig(method=..., ...)")
+    return args
