@@ -4,7 +4,7 @@ changed (tests/engines/trl/test_trl_api.py checks that nothing else differs, and
     python examples/trl_stare.py                                    # a few steps on CPU, offline, in seconds
     python examples/trl_stare.py --variant C2 --target_entropy 0.5  # any StareGRPOConfig field is a flag
     python examples/trl_stare.py --config my_run.yaml               # or a YAML key (TrlParser)
-    accelerate launch --cpu --num_processes 2 examples/trl_stare.py
+    accelerate launch --multi_gpu --num_processes 2 examples/trl_stare.py  # 2 processes (on CPU: gloo)
 
 Every StareGRPOConfig field (the method's own, the step options, the surrogate): docs/train.md. Model and data:
 stare-rl's embedded tiny model (random init, built from a config, no download) and single-digit sums; in your
