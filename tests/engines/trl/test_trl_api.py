@@ -319,3 +319,17 @@ def test_checkpoint_and_resume_restore_the_controller_state(tmp_path: Path) -> N
 
 def _timings(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if "time" in k or "per_second" in k}
+
+
+def test_docs_list_every_field_stare_rl_adds_with_its_default() -> None:
+    """docs/train.md documents the API field by field: each added field, and each method field per method."""
+    text = (ROOT / "docs" / "train.md").read_text()
+    added = [f for f in dataclasses.fields(StareGRPOConfig) if f.name not in
+             {g.name for g in dataclasses.fields(trl.GRPOConfig)} and f.name not in
+             {g.name for m in list_methods() for g in dataclasses.fields(get_method(m).config_cls)}]
+    assert added and added[0].name == "method"
+    for f in added:
+        assert f"| `{f.name}` | `{f.default!r}` |" in text, f"docs/train.md: no row for {f.name}"
+    for m in list_methods():
+        for f in dataclasses.fields(get_method(m).config_cls):
+            assert f"| `{m}` | `{f.name}` | `{f.default!r}` |" in text, f"docs/train.md: no row for {m}.{f.name}"
