@@ -112,9 +112,8 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     from transformers.utils import logging as hf_logging
     from trl import GRPOConfig, GRPOTrainer
 
-    from stare_rl.engines.trl.config import StareGRPOConfig
-    from stare_rl.engines.trl.trainer import StareGRPOTrainer
     from stare_rl.tasks import get_task
+    from stare_rl.trl import StareGRPOConfig, StareGRPOTrainer
 
     hf_logging.set_verbosity_error()
     torch.set_num_threads(1)
@@ -144,9 +143,9 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     else:
         method = _METHOD[variant]
         overrides = {"target_entropy": 100.0} if method == "stare" else {}  # random model: H ~ log V; gate on
-        config = StareGRPOConfig(**common, method=method, quadrant_metrics=not args.no_quadrants, **overrides)
+        stare_args = StareGRPOConfig(**common, method=method, quadrant_metrics=not args.no_quadrants, **overrides)
         trainer = StareGRPOTrainer(model=model, reward_funcs=_reward, processing_class=tok, train_dataset=ds,
-                                   args=config, callbacks=[probe.callback()])
+                                   args=stare_args, callbacks=[probe.callback()])
     trainer.train()
     gate = [log["control/gate_on"] for log in trainer.state.log_history if "control/gate_on" in log]
     w = args.warmup

@@ -71,8 +71,7 @@ def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> tuple
     """Median (wall, CPU) seconds per optimizer step after ``warmup`` steps."""
     from trl import GRPOConfig, GRPOTrainer
 
-    from stare_rl.engines.trl.config import StareGRPOConfig
-    from stare_rl.engines.trl.trainer import StareGRPOTrainer
+    from stare_rl.trl import StareGRPOConfig, StareGRPOTrainer
 
     model, tok, ds = _parts(model_dir)
     reward = _reward if model_dir else _digits
