@@ -84,7 +84,7 @@ def build_parser(method: str) -> Any:
     from transformers import HfArgumentParser
 
     from stare_rl.core.registry import get_method
-    from stare_rl.engines.trl.config import SUPERSEDED_FIELDS, StareGRPOConfig, method_field_owners
+    from stare_rl.engines.trl.config import SUPERSEDED_FIELDS, StareGRPOConfig, field_default
 
     spec = get_method(method)
     parser = HfArgumentParser(
@@ -100,33 +100,36 @@ def build_parser(method: str) -> Any:
                         help="What --config is layered on: 'default' (the embedded default.yaml) or 'none' (the "
                         "library defaults of each field, as `stare compare` cells do).")
     own = {f.name: f for f in dataclasses.fields(spec.config_cls)}
-    foreign = set(method_field_owners()) - set(own)
+    foreign = _foreign_fields(method)
     for action in parser._actions:
         if action.dest in SUPERSEDED_FIELDS:
             action.help = f"[not used by stare-rl; use {SUPERSEDED_FIELDS[action.dest][1]}] " + (action.help or "")
         elif action.dest in own:  # the chosen method's field: its own help and default
-            action.help, action.default = own[action.dest].metadata.get("help"), _field_default(own[action.dest])
+            action.help, action.default = own[action.dest].metadata.get("help"), field_default(own[action.dest])
         elif action.dest in foreign:
             action.help = argparse.SUPPRESS
         elif action.dest == "method":
             action.default = method  # the app's choice (the embedded default's), not the library's baseline
-    parser.foreign_fields = foreign  # another method's: refused by name (see _check_keys)
     return parser
 
 
-def _field_default(f: dataclasses.Field) -> Any:
-    return f.default_factory() if f.default is dataclasses.MISSING else f.default
+def _foreign_fields(method: str) -> set[str]:
+    """StareGRPOConfig's method fields that ``method`` does not have (refused by name, see _check_keys)."""
+    from stare_rl.core.registry import get_method
+    from stare_rl.engines.trl.config import method_field_owners
+
+    return set(method_field_owners()) - {f.name for f in dataclasses.fields(get_method(method).config_cls)}
 
 
-def _known_fields(parser: Any) -> set[str]:
-    """Field names (YAML keys) of the parser (another method's fields excluded)."""
-    return {a.dest for a in parser._actions
-            if a.dest not in ("help", "config", "config_base") and a.dest not in parser.foreign_fields}
+def _known_fields(parser: Any, foreign: set[str]) -> set[str]:
+    """Field names (YAML keys) of the parser, ``foreign`` excluded."""
+    return {a.dest for a in parser._actions if a.dest not in {"help", "config", "config_base", *foreign}}
 
 
-def _known_flags(parser: Any) -> set[str]:
-    """Every ``--flag`` spelling (dashes, ``--no_x`` for booleans), without the leading dashes."""
-    return {opt[2:] for a in parser._actions if a.dest not in parser.foreign_fields
+def _known_flags(parser: Any, foreign: set[str]) -> set[str]:
+    """Every ``--flag`` spelling (dashes, ``--no_x`` for booleans), without the leading dashes, ``foreign``
+    excluded."""
+    return {opt[2:] for a in parser._actions if a.dest not in foreign
             for opt in a.option_strings if opt.startswith("--")} - {"help"}
 
 
@@ -186,11 +189,12 @@ def plan_run(argv: list[str]) -> Plan | None:
     if want_help:
         parser.print_help()
         return None
-    known = _known_fields(parser)
+    foreign = _foreign_fields(method)
+    known = _known_fields(parser, foreign)
     own_keys = [k for k in base if origin[k] == config]
     _check_keys(own_keys, known, config or "", method)
     base = {k: v for k, v in base.items() if k in known}  # the default's keys of another method are dropped
-    _check_keys(_cli_keys(rest), _known_flags(parser), "the command line", method)
+    _check_keys(_cli_keys(rest), _known_flags(parser, foreign), "the command line", method)
     task = task or str(base.get("task", ModelTaskArgs.task))
     run_name = f"{method}-{task}-{time.strftime('%Y%m%d-%H%M%S')}"
     parser.set_defaults(**{"output_dir": str(Path("runs") / run_name), **coerce_config_values(base, parser, origin)})

@@ -111,6 +111,17 @@ def test_the_same_error_as_stare_train(tmp_path: Path, flags: list[str]) -> None
     assert str(from_cli.value) == str(from_api.value)
 
 
+def test_stare_train_plans_with_the_public_config(tmp_path: Path) -> None:
+    """`stare train` parses into the same StareGRPOConfig a TRL script builds (one path, not two)."""
+    from stare_rl.train.plan import plan_run
+
+    plan = plan_run(["--method", "steer", "--token_weight_min", "0.7", "--dynamic_sampling", "true",
+                     "--output_dir", str(tmp_path / "run")])
+    assert type(plan.grpo) is StareGRPOConfig and plan.setup == plan.grpo.loss_setup()
+    api = _config(tmp_path, method="steer", token_weight_min=0.7, dynamic_sampling=True)
+    assert plan.setup == api.loss_setup()
+
+
 def test_flags_yaml_and_trlparser_give_the_same_config(tmp_path: Path) -> None:
     import yaml
     from transformers import HfArgumentParser

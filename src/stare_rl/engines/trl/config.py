@@ -56,7 +56,8 @@ def method_field_owners() -> dict[str, list[str]]:
     return owners
 
 
-def _default(f: dataclasses.Field) -> Any:
+def field_default(f: dataclasses.Field) -> Any:
+    """A dataclass field's default value (its factory called)."""
     return f.default_factory() if f.default is dataclasses.MISSING else f.default
 
 
@@ -65,13 +66,13 @@ def _generated_method_fields() -> list[tuple[str, Any, dataclasses.Field]]:
     own default), help from the method configs' metadata with each method's default."""
     out = []
     for name, methods in method_field_owners().items():
-        parts: dict[str, list[str]] = {}  # help text -> "method (default x)"
+        parts: dict[str, list[str]] = {}  # help text -> ["method: default", ...]
         hint = None
         for method in methods:
             cls = get_method(method).config_cls
             f = {f.name: f for f in dataclasses.fields(cls)}[name]
             hint = typing.get_type_hints(cls)[name]
-            parts.setdefault(f.metadata.get("help", ""), []).append(f"{method}: {_default(f)!r}")
+            parts.setdefault(f.metadata.get("help", ""), []).append(f"{method}: {field_default(f)!r}")
         text = " ".join(f"[{', '.join(who)}] {help_}".strip() for help_, who in parts.items())
         help_ = f"Method field. {text} Unset: the chosen method's default."
         out.append((name, hint | None, dataclasses.field(default=None, metadata={"help": help_})))
@@ -160,12 +161,12 @@ class StareGRPOConfig(GRPOConfig):
         spec = get_method(self.method)  # unknown: ValueError listing the registered methods
         own = {f.name for f in dataclasses.fields(spec.config_cls)}
         for name, owners in method_field_owners().items():
-            value = getattr(self, name)
+            value = getattr(self, name, None)  # None also for a method registered after this class was built
             if name not in own and value is not None:
                 others = f" (and {', '.join(owners[1:])})" if len(owners) > 1 else ""
                 raise ValueError(f"{name}={value!r} belongs to method {owners[0]}{others}, not to "
                                  f"method={self.method!r}; set method={owners[0]!r} or leave {name} unset")
-        return spec.config_cls(**{n: getattr(self, n) for n in own if getattr(self, n) is not None})
+        return spec.config_cls(**{n: getattr(self, n) for n in own if getattr(self, n, None) is not None})
 
     def step_options(self) -> StepOptions:
         """The step options (advantage estimator, dynamic sampling, entropy bonus, quadrant metrics)."""
@@ -188,4 +189,4 @@ def check_superseded(args: GRPOConfig) -> None:
             raise ValueError(f"{name}={value!r} is TRL's own loss setting and is not used by stare-rl; use {instead}")
 
 
-__all__ = ["SUPERSEDED_FIELDS", "StareGRPOConfig", "check_superseded", "method_field_owners"]
+__all__ = ["SUPERSEDED_FIELDS", "StareGRPOConfig", "check_superseded", "field_default", "method_field_owners"]
