@@ -218,8 +218,16 @@ def test_the_verl_example_names_existing_recipes_and_its_overrides_load() -> Non
     overrides = [line.strip() for line in block if line.strip() and not line.strip().endswith(("(", ")"))]
     assert overrides, "no overrides found between the markers"
     cfg = load(recipe, overrides)
-    loss = cfg.actor_rollout_ref.actor.policy_loss
-    assert loss.loss_mode == "stare" and loss.stare_variant == "C2" and loss.stare_top_p_ratio == 0.1
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import omega_conf_to_dataclass, validate_config
+
+    from stare_rl.engines.verl import adapter as V
+    from stare_rl.engines.verl import main as verl_main
+
+    validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+    verl_main.check_config(cfg)  # the entry point the example launches
+    loss = omega_conf_to_dataclass(cfg.actor_rollout_ref.actor).policy_loss  # verl's own instantiation
+    assert loss.loss_mode == "stare" and V.method_config("stare", loss).variant == "C2"
 
 
 # ----- what a TRL user sets up -----
