@@ -175,3 +175,17 @@ def test_config_base_none_starts_from_the_library_defaults(tmp_path: Path) -> No
     assert "alone (config_base none" in plan.base_note
     assert set(load_yaml_config(None)) <= set(plan.explicit)
     assert plan.explicit["per_device_train_batch_size"] == 8 and plan.explicit["lr_scheduler_type"] == "linear"
+
+
+def test_stare_train_keeps_the_no_flag_of_a_method_boolean_that_defaults_to_true(tmp_path: Path) -> None:
+    import dataclasses
+
+    from stare_rl.core.registry import get_method, list_methods
+    from stare_rl.train.plan import plan_run
+
+    true_by_default = [(m, f.name) for m in list_methods() for f in dataclasses.fields(get_method(m).config_cls)
+                       if f.default is True]
+    assert true_by_default
+    for method, name in true_by_default:
+        plan = plan_run(["--method", method, f"--no_{name}", "--output_dir", str(tmp_path / method)])
+        assert getattr(plan.setup.method_config, name) is False

@@ -352,3 +352,4 @@ def test_docs_list_every_field_stare_rl_adds_with_its_default() -> None:
     for m in list_methods():
         for f in dataclasses.fields(get_method(m).config_cls):
             assert f"| `{m}` | `{f.name}` | `{f.default!r}` |" in text, f"docs/train.md: no row for {m}.{f.name}"
+
