@@ -112,7 +112,7 @@ def build_parser(method: str) -> Any:
             action.default = method  # the app's choice (the embedded default's), not the library's baseline
     for name, f in own.items():  # as HfArgumentParser spells a boolean that defaults to True
         if field_default(f) is True:
-            parser.add_argument(f"--no_{name}", f"--no-{name}", action="store_false", dest=name,
+            parser.add_argument(f"--no_{name}", f"--no-{name.replace('_', '-')}", action="store_false", dest=name,
                                 help=f"Set {name} to false.")
     return parser
 
