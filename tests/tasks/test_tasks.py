@@ -66,6 +66,31 @@ def test_arithmetic_reward() -> None:
     assert all(int(r["prompt"][:3]) + int(r["prompt"][4:7]) == int(r["answer"]) for r in rows)
 
 
+def test_arithmetic_wrong_targets_are_one_digit_off_by_one() -> None:
+    """The warm start's wrong answers: the reward says 0, exactly one digit differs, by one, at every position
+    (no leading zero); each kind of slip occurs."""
+    import random
+    from collections import Counter
+
+    task = get_task("arithmetic")
+    rng = random.Random(0)
+    slips: Counter[tuple[int, int]] = Counter()  # (position from the right, +1 or -1)
+    for row in task.make_split("train", 200, 0):
+        answer = row["answer"]
+        for _ in range(10):
+            wrong = task.sft_wrong_target(row, rng)
+            assert task.reward(wrong, answer) == 0.0 and set(wrong) <= set(task.alphabet)
+            assert len(wrong) == len(answer) and wrong[0] != "0"
+            diff = [i for i in range(len(answer)) if wrong[i] != answer[i]]
+            assert len(diff) == 1 and abs(int(wrong[diff[0]]) - int(answer[diff[0]])) == 1
+            slips[(len(answer) - diff[0], int(wrong[diff[0]]) - int(answer[diff[0]]))] += 1
+    assert {pos for pos, _ in slips} == {1, 2, 3, 4} and {step for _, step in slips} == {-1, 1}
+    assert min(slips[(pos, step)] for pos in (1, 2, 3) for step in (-1, 1)) > 100  # 2000 draws
+    assert get_task("arithmetic", digits=1).sft_wrong_target({"answer": "9"}, rng) == "8"
+    with pytest.raises(NotImplementedError, match="correct_frac=1.0"):
+        get_task("countdown").sft_wrong_target({"prompt": "2,4,8:20=", "answer": "2,4,8:20"}, rng)
+
+
 def test_countdown_accepts_every_correct_expression() -> None:
     task = get_task("countdown")  # each number exactly once
     answer = "2,4,8:20"

@@ -85,11 +85,23 @@ def test_warmstart_fields_are_validated_before_compute(tmp_path: Path, capsys: p
                           (["--warmstart_seed", "-1"], "warmstart_seed=-1 must be an integer >= 0"),
                           (["--tiny_hidden_size", "130"], "tiny_hidden_size=130 must be divisible by num_heads=4"),
                           (["--tiny_num_layers", "0"], "tiny_num_layers=0 must be a positive integer"),
+                          (["--tiny_num_heads", "3"], "tiny_hidden_size=128 must be divisible by num_heads=3"),
+                          (["--warmstart_correct_frac", "1.2"], "warmstart_correct_frac=1.2 must be in [0, 1]"),
+                          (["--warmstart_lr_scheduler", "step"], "warmstart_lr_scheduler='step' is not one of"),
+                          (["--warmstart_stop_on_metric", "maybe"], "warmstart_stop_on_metric"),
                           (["--weight_control", "auto", "--auto_kp", "-1"], "auto_kp=-1.0 must be a finite number")):
         cache = tmp_path / "cache"
         assert train.main([*argv, "--cache_dir", str(cache), "--output_dir", str(tmp_path / "run")]) == 2
         assert message in capsys.readouterr().err
         assert not cache.exists()
+
+
+def _embedded_warmstart() -> dict[str, object]:
+    """The embedded default.yaml's warm-start settings as WarmStartConfig keyword arguments."""
+    from stare_rl.train.config import load_yaml_config
+
+    return {k.removeprefix("warmstart_"): v for k, v in load_yaml_config(None).items()
+            if k.startswith("warmstart_") and k != "warmstart_seed"}
 
 
 @pytest.mark.slow
@@ -108,7 +120,8 @@ def test_warmstart_fields_reach_the_warm_start_and_grpo_seeds_share_it(
         assert train.main([*common, "--seed", str(seed), "--output_dir", str(tmp_path / f"run{seed}")]) == 0
         assert [r["step"] for r in read_metrics(tmp_path / f"run{seed}")] == [1]
     capsys.readouterr()
-    expected = WarmStartConfig(max_steps=1, stop_avg_at_k=0.9, stop_greedy_acc=1.0, learning_rate=0.002)
+    expected = WarmStartConfig(**{**_embedded_warmstart(), "max_steps": 1, "stop_avg_at_k": 0.9,
+                                  "stop_greedy_acc": 1.0, "learning_rate": 0.002})
     cached = sorted(p.name for p in cache.iterdir())
     assert cached == [f"arithmetic-{cache_key(get_task('arithmetic'), expected, 0)}"]
     info = json.loads((cache / cached[0] / "warmstart.json").read_text())
@@ -132,8 +145,9 @@ def test_tiny_shape_fields_key_the_warm_start_and_auto_weight_control_runs(
                        "--disable_tqdm", "true", "--weight_control", "auto", "--variant", "C2",
                        "--target_entropy", "100", "--output_dir", str(run)]) == 0
     capsys.readouterr()
-    expected = WarmStartConfig(hidden_size=32, num_layers=1, max_steps=1, learning_rate=2e-3, stop_avg_at_k=0.3,
-                               stop_greedy_acc=0.7)  # the embedded default.yaml's warm-start settings
+    embedded = _embedded_warmstart()
+    assert embedded["correct_frac"] < 1 and embedded["stop_on_metric"] is False
+    expected = WarmStartConfig(**{**embedded, "hidden_size": 32, "num_layers": 1, "max_steps": 1})
     cached = sorted(p.name for p in cache.iterdir())
     assert cached == [f"arithmetic-{cache_key(get_task('arithmetic'), expected, 0)}"]
     model_cfg = json.loads((cache / cached[0] / "config.json").read_text())

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
 import pytest
 
+from stare_rl.tasks import get_task
 from stare_rl.train.warmstart import (
     TASK_INFO_FILE,
     WARMSTART_FILE,
     WarmStartConfig,
+    cache_key,
     read_task_info,
+    sft_rows,
     warm_start,
 )
 
@@ -59,6 +63,35 @@ def test_warm_start_stops_on_metric_and_force_retrains(tmp_path) -> None:
     assert (path / "config.json").stat().st_mtime_ns != mtime
 
 
+def test_fixed_steps_report_the_metric_without_stopping(tmp_path) -> None:
+    """stop_on_metric false: a threshold met at the first evaluation does not stop it; max_steps steps, the
+    metric history reported, with the schedule and data mixture asked for (part of the cache key)."""
+    cfg = WarmStartConfig(max_steps=6, eval_every=2, stop_greedy_acc=0.0, stop_avg_at_k=0.0, stop_on_metric=False,
+                          correct_frac=0.5, lr_scheduler="cosine", **TINY)
+    path = warm_start("arithmetic", tmp_path, config=cfg, progress=False)
+    info = json.loads((path / WARMSTART_FILE).read_text())
+    assert info["steps"] == 6 and [h["step"] for h in info["history"]] == [2, 4, 6]
+    assert not info["reached_stop_metric"]
+    assert info["config"]["correct_frac"] == 0.5 and info["config"]["lr_scheduler"] == "cosine"
+    task = get_task("arithmetic")
+    keys = {cache_key(task, c, 0) for c in (cfg, dataclasses.replace(cfg, correct_frac=1.0),
+                                            dataclasses.replace(cfg, lr_scheduler="linear"),
+                                            dataclasses.replace(cfg, stop_on_metric=True))}
+    assert len(keys) == 4
+
+
+def test_sft_rows_mix_exactly_the_asked_fraction_of_wrong_answers() -> None:
+    task = get_task("arithmetic")
+    rows = task.make_split("train", 1000, 0)
+    for frac in (1.0, 0.35, 0.0):
+        data = sft_rows(task, rows, 0, correct_frac=frac)
+        assert [d["prompt"] for d in data] == [r["prompt"] for r in rows]
+        correct = sum(task.reward(d["completion"], r["answer"]) for d, r in zip(data, rows, strict=True))
+        assert correct == round(frac * len(rows))
+    assert sft_rows(task, rows, 0, 0.35) == sft_rows(task, rows, 0, 0.35) != sft_rows(task, rows, 1, 0.35)
+    assert sft_rows(task, rows, 0) == [{"prompt": r["prompt"], "completion": r["answer"]} for r in rows]
+
+
 def test_warm_start_config_validation() -> None:
     with pytest.raises(ValueError, match="batch_size=0"):
         WarmStartConfig(batch_size=0)
@@ -66,5 +99,11 @@ def test_warm_start_config_validation() -> None:
         WarmStartConfig(stop_avg_at_k=1.5)
     with pytest.raises(ValueError, match="learning_rate"):
         WarmStartConfig(learning_rate=0.0)
+    with pytest.raises(ValueError, match="correct_frac=-0.1"):
+        WarmStartConfig(correct_frac=-0.1)
+    with pytest.raises(ValueError, match="lr_scheduler='step'"):
+        WarmStartConfig(lr_scheduler="step")
     with pytest.raises(ValueError, match="known tasks"):
         warm_start("nope", "/tmp/unused-stare-cache")
+    with pytest.raises(ValueError, match="correct_frac=0.5: task 'countdown' defines no wrong completions"):
+        warm_start("countdown", "/tmp/unused-stare-cache", config=WarmStartConfig(correct_frac=0.5))

@@ -41,3 +41,22 @@ class ArithmeticTask(Task):
 
     def sft_target(self, row: dict[str, str]) -> str:
         return row["answer"]
+
+    def sft_wrong_target(self, row: dict[str, str], rng: random.Random) -> str:
+        """The sum with one digit (uniform position) off by one, as a slipped carry makes it: up or down with equal
+        chance, the other way where that would leave the digits or give a leading zero.
+
+        Spread over the positions, each digit stays correct in most rows, so the model learns the sum as fast as
+        from clean data (a fixed noisy position, e.g. the last digit, measured much slower: that digit's carry
+        feeds the others); a policy that learns each position's slips as independent ends a little more accurate
+        than the data's fraction of correct rows (measured in docs/train.md).
+        """
+        digits = list(row["answer"])
+        i = rng.randrange(len(digits))
+        d = int(digits[i])
+        lowest = 1 if i == 0 and len(digits) > 1 else 0
+        step = rng.choice((-1, 1))
+        if not lowest <= d + step <= 9:
+            step = -step
+        digits[i] = str(d + step)
+        return "".join(digits)

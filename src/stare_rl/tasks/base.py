@@ -130,6 +130,13 @@ class Task(ABC):
         """
         return [self.sft_target(row)]
 
+    def sft_wrong_target(self, row: dict[str, str], rng: random.Random) -> str:
+        """A plausible wrong completion for ``row`` (scores 0), drawn with ``rng``: what the warm start mixes into
+        its data when ``correct_frac < 1``, so that the converged policy's accuracy is set by the data. A task
+        that does not define one cannot be warm-started with wrong answers."""
+        raise NotImplementedError(f"task {self.name!r} defines no wrong completions (sft_wrong_target); "
+                                  "warm-start it with correct_frac=1.0")
+
     def settings(self) -> dict[str, Any]:
         """The task's constructor settings (part of the warm-start cache key and of saved run info)."""
         return {}

@@ -9,13 +9,16 @@ run.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import yaml
+
+from stare_rl.train.warmstart import WarmStartConfig
 
 DEFAULT_CONFIG = "default.yaml"
 REWARDS = ("auto", "task", "math")
@@ -113,12 +116,35 @@ class ModelTaskArgs:
             raise ValueError(f"model={self.model!r}: no such directory")
 
 
-@dataclass(frozen=True)
+def _with_warmstart_fields(cls: type) -> type:
+    """Add one optional field per :class:`~stare_rl.train.warmstart.WarmStartConfig` field, named ``tiny_<name>``
+    for the model shape and ``warmstart_<name>`` for the rest, with that field's help; ``None`` = its default.
+    One definition: a new WarmStartConfig field is a new ``stare train`` flag and YAML key by itself."""
+    hints = get_type_hints(WarmStartConfig)
+    for f in dataclasses.fields(WarmStartConfig):
+        name = warmstart_arg_name(f.name)
+        cls.__annotations__[name] = hints[f.name] | None
+        help_text = f"{f.metadata['help']} None: WarmStartConfig's {f.default!r}."
+        setattr(cls, name, field(default=None, metadata={"help": help_text}))
+    return dataclass(frozen=True)(cls)
+
+
+def warmstart_arg_name(config_field: str) -> str:
+    """The ``stare train`` name of a WarmStartConfig field: ``tiny_hidden_size``, ``warmstart_max_steps``."""
+    return ("tiny_" if config_field in TINY_SHAPE_FIELDS else "warmstart_") + config_field
+
+
+TINY_SHAPE_FIELDS = ("hidden_size", "num_layers", "num_heads")
+
+
+@_with_warmstart_fields
 class WarmStartArgs:
     """Settings of the supervised warm start of ``model: tiny`` (:mod:`stare_rl.train.warmstart`).
 
-    ``None`` means :class:`~stare_rl.train.warmstart.WarmStartConfig`'s own default. Every setting is part of
-    the warm start's cache key, so runs with the same settings share one cached model.
+    Besides ``warmstart_seed``, one field per :class:`~stare_rl.train.warmstart.WarmStartConfig` field (added by
+    ``_with_warmstart_fields``): ``tiny_<name>`` for the model shape, ``warmstart_<name>`` for the SFT settings;
+    ``None`` means WarmStartConfig's own default. Every setting is part of the warm start's cache key, so runs
+    with the same settings share one cached model.
     """
 
     warmstart_seed: int = field(
@@ -126,72 +152,24 @@ class WarmStartArgs:
         metadata={"help": "Seed of the warm start (model init, SFT data order), separate from the GRPO `seed` so "
                   "runs with different seeds share one cached warm start."},
     )
-    warmstart_stop_avg_at_k: float | None = field(
-        default=None,
-        metadata={"help": "Stop the SFT warm start once sampled avg@k (temperature 1) on held-out train prompts "
-                  "reaches this (default: WarmStartConfig's). Higher = a stronger, lower-entropy start for RL."},
-    )
-    warmstart_stop_greedy_acc: float | None = field(
-        default=None,
-        metadata={"help": "Stop the SFT warm start once greedy accuracy on held-out train prompts reaches this "
-                  "(default: WarmStartConfig's; 1.0 = stop on avg@k only)."},
-    )
-    warmstart_max_steps: int | None = field(
-        default=None, metadata={"help": "Cap on SFT warm-start steps if no stop metric is met (default: WarmStartConfig's)."}
-    )
-    warmstart_learning_rate: float | None = field(
-        default=None, metadata={"help": "SFT learning rate of the warm start (default: WarmStartConfig's)."}
-    )
-    warmstart_batch_size: int | None = field(
-        default=None, metadata={"help": "SFT rows per optimiser step of the warm start (default: WarmStartConfig's)."}
-    )
-    warmstart_train_rows: int | None = field(
-        default=None, metadata={"help": "Distinct train-split rows the warm start trains on (default: "
-                                "WarmStartConfig's 20000; a small task may hold fewer: all are used)."}
-    )
-    warmstart_eval_rows: int | None = field(
-        default=None, metadata={"help": "Held-out prompts for the warm start's stop metric (default: WarmStartConfig's)."}
-    )
-    warmstart_k: int | None = field(
-        default=None, metadata={"help": "Samples per prompt of the warm start's avg@k (default: WarmStartConfig's)."}
-    )
-    warmstart_eval_every: int | None = field(
-        default=None, metadata={"help": "Measure the warm start's stop metric every this many steps (default: "
-                                "WarmStartConfig's)."}
-    )
-    tiny_hidden_size: int | None = field(
-        default=None,
-        metadata={"help": "Width of `model: tiny` (default: WarmStartConfig's 128, ~1M parameters; must divide by its "
-                  "4 attention heads). Part of the warm start's cache key: each size is warm-started once. Wider "
-                  "models want a smaller warmstart_learning_rate: on arithmetic, 512 stalled at the default 2e-3 "
-                  "(avg@8 0.003 after 475 SFT steps) and reached the stop metric in 200 steps at 5e-4 "
-                  "(2e-3 x 128/512; docs/compare.md)."},
-    )
-    tiny_num_layers: int | None = field(
-        default=None,
-        metadata={"help": "Decoder layers of `model: tiny` (default: WarmStartConfig's 4). Part of the cache key."},
-    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.warmstart_seed, int) or isinstance(self.warmstart_seed, bool) or self.warmstart_seed < 0:
             raise ValueError(f"warmstart_seed={self.warmstart_seed!r} must be an integer >= 0")
         self.warmstart_config()  # validates the rest
 
-    def warmstart_config(self) -> Any:
+    def warmstart_config(self) -> WarmStartConfig:
         """The :class:`~stare_rl.train.warmstart.WarmStartConfig` these settings describe."""
-        from stare_rl.train.warmstart import WarmStartConfig
-
-        given = {name: getattr(self, "warmstart_" + name)
-                 for name in ("stop_avg_at_k", "stop_greedy_acc", "max_steps", "learning_rate", "batch_size",
-                              "train_rows", "eval_rows", "k", "eval_every")
-                 if getattr(self, "warmstart_" + name) is not None}
-        shape = {name: getattr(self, "tiny_" + name) for name in ("hidden_size", "num_layers")
-                 if getattr(self, "tiny_" + name) is not None}
+        given = {f.name: getattr(self, warmstart_arg_name(f.name)) for f in dataclasses.fields(WarmStartConfig)
+                 if getattr(self, warmstart_arg_name(f.name)) is not None}
         try:
-            return WarmStartConfig(**given, **shape)
+            return WarmStartConfig(**given)
         except (TypeError, ValueError) as err:  # name the command-line field, not WarmStartConfig's
-            prefix = "tiny_" if str(err).startswith(tuple(shape)) else "warmstart_"
-            raise ValueError(f"{prefix}{err}") from err
+            message = str(err)
+            for f in sorted(dataclasses.fields(WarmStartConfig), key=lambda f: -len(f.name)):
+                if message.startswith(f.name + "="):
+                    raise ValueError(warmstart_arg_name(f.name) + message[len(f.name):]) from err
+            raise ValueError(f"warm start settings: {message}") from err
 
 
 def _looks_like_path(s: str) -> bool:

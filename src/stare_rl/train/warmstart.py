@@ -34,15 +34,22 @@ logger = logging.getLogger(__name__)
 CACHE_FORMAT = 1  # bump when the saved layout or the training recipe changes meaning
 TASK_INFO_FILE = "stare_task.json"
 WARMSTART_FILE = "warmstart.json"
+LR_SCHEDULERS = ("constant_with_warmup", "cosine", "linear", "warmup_stable_decay")
 
 
 @dataclass(frozen=True)
 class WarmStartConfig:
     """Model shape and SFT settings of the warm start (all part of the cache key)."""
 
-    hidden_size: int = field(default=128, metadata={"help": "Width of the tiny Qwen2 model."})
+    hidden_size: int = field(
+        default=128,
+        metadata={"help": "Width of the tiny Qwen2 model (128: ~1M parameters; must divide by num_heads). Each size "
+                  "is warm-started once. Wider models want a smaller learning rate: on arithmetic, 512 stalled at "
+                  "2e-3 (avg@8 0.003 after 475 SFT steps) and reached the stop metric in 200 steps at 5e-4 "
+                  "(2e-3 x 128/512; docs/compare.md)."},
+    )
     num_layers: int = field(default=4, metadata={"help": "Decoder layers of the tiny model."})
-    num_heads: int = field(default=4, metadata={"help": "Attention heads (hidden_size must divide by it)."})
+    num_heads: int = field(default=4, metadata={"help": "Attention heads of the tiny model."})
     learning_rate: float = field(default=1e-3, metadata={"help": "SFT learning rate (constant after warmup)."})
     warmup_steps: int = field(default=20, metadata={"help": "Linear warmup steps of the SFT learning rate."})
     batch_size: int = field(default=256, metadata={"help": "SFT rows per optimiser step."})
@@ -57,6 +64,28 @@ class WarmStartConfig:
     stop_avg_at_k: float = field(
         default=0.3, metadata={"help": "Stop once sampled avg@k on the held-out prompts reaches this."}
     )
+    stop_on_metric: bool = field(
+        default=True,
+        metadata={"help": "Stop as soon as a stop metric is met. False: train exactly max_steps (the metrics are "
+                  "measured every eval_every steps and reported, never used to stop)."},
+    )
+    correct_frac: float = field(
+        default=1.0,
+        metadata={"help": "Fraction of SFT rows whose completion is correct; the others get one of the task's "
+                  "plausible wrong answers (arithmetic: one digit off by one). Below 1, trained to convergence "
+                  "(stop_on_metric false), the policy's accuracy is set by the data, not by when training stops."},
+    )
+    lr_scheduler: str = field(
+        default="constant_with_warmup",
+        metadata={"help": "SFT learning-rate schedule after the warmup: constant_with_warmup; cosine / linear "
+                  "(decay to 0 at max_steps from the start); warmup_stable_decay (constant, then a cosine decay "
+                  "to 0 over the last decay_frac of the steps: the weights settle instead of stopping mid-update)."},
+    )
+    decay_frac: float = field(
+        default=0.25,
+        metadata={"help": "warmup_stable_decay: fraction of the steps after the warmup spent decaying the learning "
+                  "rate to 0."},
+    )
 
     def __post_init__(self) -> None:
         for name in ("hidden_size", "num_layers", "num_heads", "batch_size", "max_steps", "train_rows",
@@ -70,16 +99,28 @@ class WarmStartConfig:
             raise ValueError(f"warmup_steps={self.warmup_steps!r} must be >= 0")
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate={self.learning_rate!r} must be > 0")
-        for name in ("stop_greedy_acc", "stop_avg_at_k"):
+        if not isinstance(self.stop_on_metric, bool):
+            raise ValueError(f"stop_on_metric={self.stop_on_metric!r} must be true or false")
+        if self.lr_scheduler not in LR_SCHEDULERS:
+            raise ValueError(f"lr_scheduler={self.lr_scheduler!r} is not one of {list(LR_SCHEDULERS)}")
+        for name in ("stop_greedy_acc", "stop_avg_at_k", "correct_frac", "decay_frac"):
             value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name}={value!r} must be in [0, 1] (0 = stop at the first evaluation)")
+            if not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
+                note = " (0 = stop at the first evaluation)" if name.startswith("stop_") else ""
+                raise ValueError(f"{name}={value!r} must be in [0, 1]{note}")
+
+
+# Fields added after models were cached: left out of the key at their default, so those models keep their key.
+_KEYED_ONLY_WHEN_SET = {"stop_on_metric": True, "correct_frac": 1.0, "lr_scheduler": "constant_with_warmup",
+                        "decay_frac": 0.25}
 
 
 def cache_key(task: Task, config: WarmStartConfig, seed: int) -> str:
     """A short stable hash of everything that determines the warm-started model."""
+    settings = {k: v for k, v in dataclasses.asdict(config).items()
+                if k not in _KEYED_ONLY_WHEN_SET or v != _KEYED_ONLY_WHEN_SET[k]}
     payload = {"format": CACHE_FORMAT, "task": task.name, "task_settings": task.settings(),
-               "config": dataclasses.asdict(config), "seed": seed}
+               "config": settings, "seed": seed}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -117,6 +158,9 @@ def warm_start(
     config = config or WarmStartConfig()
     task_kwargs = dict(task_kwargs or {})
     task = get_task(task_name, **task_kwargs)
+    if config.correct_frac < 1.0 and type(task).sft_wrong_target is Task.sft_wrong_target:
+        raise ValueError(f"correct_frac={config.correct_frac}: task {task.name!r} defines no wrong completions to "
+                         "mix in (Task.sft_wrong_target); use correct_frac=1.0")
     cache_dir = Path(cache_dir)
     final = cache_dir / f"{task.name}-{cache_key(task, config, seed)}"
     if _is_complete(final) and not force:
@@ -143,11 +187,20 @@ def warm_start(
     return final
 
 
-def sft_rows(task: Task, rows: list[dict[str, str]], seed: int) -> list[dict[str, str]]:
+def sft_rows(task: Task, rows: list[dict[str, str]], seed: int, correct_frac: float = 1.0) -> list[dict[str, str]]:
     """The supervised rows ``{"prompt", "completion"}``: one per completion of ``task.sft_targets`` (several
-    per prompt for a task that samples among many valid completions), deterministic in ``seed``."""
+    per prompt for a task that samples among many valid completions), deterministic in ``seed``.
+
+    With ``correct_frac < 1``, exactly ``len(out) - round(correct_frac * len(out))`` rows (drawn with the seed)
+    get ``task.sft_wrong_target`` instead: the data, not the stopping step, sets the converged accuracy."""
     rng = random.Random(f"sft:{seed}")
-    return [{"prompt": r["prompt"], "completion": c} for r in rows for c in task.sft_targets(r, rng)]
+    out = [{"prompt": r["prompt"], "completion": c, "answer": r["answer"]} for r in rows
+           for c in task.sft_targets(r, rng)]
+    if correct_frac < 1.0:
+        wrong_rng = random.Random(f"sft-wrong:{seed}")
+        for i in sorted(wrong_rng.sample(range(len(out)), len(out) - round(correct_frac * len(out)))):
+            out[i]["completion"] = task.sft_wrong_target(out[i], wrong_rng)
+    return [{"prompt": r["prompt"], "completion": r["completion"]} for r in out]
 
 
 def _remove_orphans(cache_dir: Path, name: str) -> None:
@@ -193,14 +246,16 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
     if tool_task:  # whole episodes (calls and tool results); the loss sees only the assistant turns
         dataset = Dataset.from_list([{"messages": task.sft_messages(r)} for r in train])
     else:
-        dataset = Dataset.from_list(sft_rows(task, train, seed))
+        dataset = Dataset.from_list(sft_rows(task, train, seed, config.correct_frac))
     stopper = _StopOnMetric(task, tokenizer, held_out, config, progress)
     args = SFTConfig(
         output_dir=str(out / "_trainer"),
         max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size,
         learning_rate=config.learning_rate,
-        lr_scheduler_type="constant_with_warmup",
+        lr_scheduler_type=config.lr_scheduler,
+        lr_scheduler_kwargs=({"num_decay_steps": decay_steps(config)} if config.lr_scheduler == "warmup_stable_decay"
+                             else {}),
         warmup_steps=config.warmup_steps,
         weight_decay=0.0,
         completion_only_loss=None if tool_task else True,
@@ -229,7 +284,7 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
     trainer.model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     last = stopper.history[-1]
-    if not stopper.reached:
+    if config.stop_on_metric and not stopper.reached:
         logger.warning("warm start: stop metric not reached in max_steps=%d (last %s)", config.max_steps, last)
     return {
         "task": task.name, "task_kwargs": task.settings(), "seed": seed, "config": dataclasses.asdict(config),
@@ -238,6 +293,11 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
         "cpu_time_s": round(time.process_time() - cpu_start, 1),
         "num_parameters": sum(p.numel() for p in model.parameters()),
     }
+
+
+def decay_steps(config: WarmStartConfig) -> int:
+    """Steps of warmup_stable_decay's final decay: ``decay_frac`` of the steps after the warmup."""
+    return round(config.decay_frac * max(config.max_steps - config.warmup_steps, 0))
 
 
 def _quiet_progress(trainer: Any) -> None:
@@ -302,7 +362,7 @@ class _StopOnMetric(_make_callback_base()):  # type: ignore[misc]
 
             tqdm.write(f"warm start step {entry['step']}: greedy {entry['greedy_acc']:.3f} "
                        f"avg@{self.config.k} {entry[f'avg@{self.config.k}']:.3f} entropy {entry['entropy']:.3f}")
-        if (entry["greedy_acc"] >= self.config.stop_greedy_acc
+        if self.config.stop_on_metric and (entry["greedy_acc"] >= self.config.stop_greedy_acc
                 or entry[f"avg@{self.config.k}"] >= self.config.stop_avg_at_k):
             self.reached = True
             control.should_training_stop = True
