@@ -108,7 +108,7 @@ def build_table(out: Path) -> None:
     results.sort(key=lambda r: (order.index(r["setting"]) if r["setting"] in order else 99, r["seed"]))
     rows = ["| setting | seed | warm start: SFT steps, its avg@8 / greedy (held-out train prompts) | start (test): "
             "avg@8 / greedy / pass@8 / entropy | final (test): avg@8 / greedy / pass@8 / entropy | gate on | wall | "
-            "load (start, end) | commit |", "|" + "---|" * 10]
+            "load (start, end) | commit |", "|" + "---|" * 9]
     for r in results:
         w, s, f = r["warmstart"], r["start"], r["final"]
         gate = "-" if r["gate_on_frac"] is None else f"{100 * r['gate_on_frac']:.0f} %"
