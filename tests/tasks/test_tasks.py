@@ -182,3 +182,22 @@ def test_tiny_model_shape() -> None:
     assert model.get_input_embeddings().weight.data_ptr() == model.get_output_embeddings().weight.data_ptr()
     with pytest.raises(ValueError, match="num_heads"):
         build_tiny_model(tok, hidden_size=130, num_heads=4)
+
+
+def test_newline_is_a_real_token_and_the_warm_start_vocabulary_is_unchanged() -> None:
+    """#23 item 5: "\\n" round-trips (verl's agent loop checks that it is one token), appended after the alphabet
+    so every other id is as before; the warm start keeps the vocabulary its cached models were built with."""
+    from stare_rl.models.tokenizer import WARMSTART_NEWLINE
+
+    alphabet = get_task("arithmetic").alphabet
+    tok, legacy = build_char_tokenizer(alphabet), build_char_tokenizer(alphabet, newline=WARMSTART_NEWLINE)
+    ids = tok.encode("1\n2", add_special_tokens=False)
+    assert tok.decode(ids) == "1\n2" and len(tok.encode("\n", add_special_tokens=False)) == 1
+    assert len(tok) == len(legacy) + 1 and tok.convert_ids_to_tokens(len(tok) - 1) == "\n"
+    assert {t: i for t, i in tok.get_vocab().items() if t != "\n"} == legacy.get_vocab()
+    # the cached vocabulary: the 4 specials + the alphabet, a newline is one <unk> per character
+    assert len(legacy) == 4 + len(alphabet) and not WARMSTART_NEWLINE
+    assert legacy.encode("1\n\n2", add_special_tokens=False) == [legacy.convert_tokens_to_ids(c) for c in "1"] + [
+        legacy.unk_token_id] * 2 + [legacy.convert_tokens_to_ids("2")]
+    text = "12+34=46"
+    assert tok.encode(text) == legacy.encode(text)  # nothing a task encodes changes

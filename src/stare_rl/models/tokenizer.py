@@ -1,6 +1,8 @@
 """A character-level tokenizer for the embedded tasks, as a normal Hugging Face fast tokenizer.
 
-One token per character of the task's alphabet plus ``<pad>``, ``<bos>``, ``<eos>`` and ``<unk>``. Encoding
+One token per character of the task's alphabet plus ``<pad>``, ``<bos>``, ``<eos>`` and ``<unk>`` and, unless
+``newline=False``, the newline ``"\n"`` (last, so the alphabet's ids do not depend on it; chat templates and
+verl's agent loop for Qwen-family models need it as one real token). Encoding
 adds ``<bos>`` in front (never ``<eos>``: a tokenized prompt must be a prefix of the tokenized prompt +
 completion, which TRL's SFTTrainer relies on); the literal text ``<eos>`` is recognised as the special token
 (SFTTrainer appends it to completions). Decoding concatenates characters. Padding is on the left (generation).
@@ -13,22 +15,35 @@ from transformers import PreTrainedTokenizerFast
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
+# The vocabulary of the warm-started tiny models: their cache key (train/warmstart.py) covers the task, the
+# model shape and the SFT settings, not the vocabulary, and models cached before the newline token existed have
+# none. A newline token adds one output class, so a fresh warm start would differ from a cached one under the
+# same key; every path that warm-starts, or must match a warm-started model's tokenizer, passes this. No task
+# prompt or answer contains a newline, so nothing they encode changes.
+WARMSTART_NEWLINE = False
 
 
-def build_char_tokenizer(alphabet: str) -> PreTrainedTokenizerFast:
+def build_char_tokenizer(alphabet: str, *, newline: bool = True) -> PreTrainedTokenizerFast:
     """A character-level tokenizer over ``alphabet`` (duplicates ignored; order fixes the ids after specials).
 
-    Ids: ``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2, ``<unk>`` 3, then the characters. Unknown characters map to
-    ``<unk>``.
+    Ids: ``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2, ``<unk>`` 3, then the characters, then ``"\n"`` when
+    ``newline`` (and not already in ``alphabet``). Every character, newlines included, is one pre-token, so
+    an unknown character is one ``<unk>``.
+
+    Args:
+        alphabet: the characters of the task.
+        newline: add ``"\n"`` as a token, so ``decode(encode("1\n2")) == "1\n2"``. ``False`` gives the
+            vocabulary of tokenizers built before the newline was added (the cached warm starts, whose key does
+            not cover the vocabulary; no task prompt or answer contains a newline).
     """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
     if not isinstance(alphabet, str) or not alphabet:
         raise ValueError(f"alphabet={alphabet!r} must be a non-empty string")
-    chars = list(dict.fromkeys(alphabet))  # unique, order kept
+    chars = list(dict.fromkeys(alphabet + ("\n" if newline else "")))  # unique, order kept
     vocab = {tok: i for i, tok in enumerate([*SPECIAL_TOKENS, *chars])}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    backend.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     backend.decoder = decoders.Fuse()
     backend.post_processor = processors.TemplateProcessing(
         single=f"{BOS} $A", pair=f"{BOS} $A $B", special_tokens=[(BOS, vocab[BOS])]
