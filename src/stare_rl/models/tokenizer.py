@@ -41,10 +41,20 @@ def build_char_tokenizer(alphabet: str, *, newline: bool = True) -> PreTrainedTo
     if not isinstance(alphabet, str) or not alphabet:
         raise ValueError(f"alphabet={alphabet!r} must be a non-empty string")
     chars = list(dict.fromkeys(alphabet + ("\n" if newline else "")))  # unique, order kept
-    vocab = {tok: i for i, tok in enumerate([*SPECIAL_TOKENS, *chars])}
+    each_char = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # '.' would skip newlines
+    if newline:
+        # Byte-level token strings ("\n" is "Ċ", " " is "Ġ"), as the Qwen2 tokenizer class that
+        # AutoTokenizer picks for a Qwen2 model directory rebuilds them: the same ids in memory and reloaded.
+        byte_char = byte_level_chars()
+        names = ["".join(byte_char[b] for b in c.encode()) for c in chars]
+        pre = pre_tokenizers.Sequence([each_char, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        decoder = decoders.ByteLevel()
+    else:  # the cached warm starts' tokenizer, unchanged
+        names, pre, decoder = chars, each_char, decoders.Fuse()
+    vocab = {tok: i for i, tok in enumerate([*SPECIAL_TOKENS, *names])}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-    backend.decoder = decoders.Fuse()
+    backend.pre_tokenizer = pre
+    backend.decoder = decoder
     backend.post_processor = processors.TemplateProcessing(
         single=f"{BOS} $A", pair=f"{BOS} $A $B", special_tokens=[(BOS, vocab[BOS])]
     )
@@ -57,3 +67,17 @@ def build_char_tokenizer(alphabet: str, *, newline: bool = True) -> PreTrainedTo
         padding_side="left",
         model_max_length=512,
     )
+
+
+def byte_level_chars() -> dict[int, str]:
+    """The byte -> printable character map of byte-level BPE tokenizers (GPT-2's; Qwen2's ``ByteLevel``).
+
+    Printable Latin-1 bytes map to themselves; the others (control characters, space, ...) to 256 + n in order.
+    """
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    out, extra = {b: chr(b) for b in keep}, 0
+    for b in range(256):
+        if b not in out:
+            out[b] = chr(256 + extra)
+            extra += 1
+    return out
