@@ -21,12 +21,13 @@ Controller state: :class:`EntroPICController` (declared with the method; its ``c
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
-from stare_rl.control.base import StepObservation
+from stare_rl.control.base import StepObservation, require_same_settings
 from stare_rl.core.metrics import control_metric
 from stare_rl.core.registry import MetricSpec, register_method
 from stare_rl.core.surrogate import LOG_RATIO_CLAMP, SurrogateConfig, clipped_surrogate, token_signs
@@ -80,7 +81,11 @@ class EntroPICController:
     ``alpha`` is 0 before the first update.
     """
 
-    _STATE = ("target_entropy", "kp", "ki", "alpha_max", "anti_windup", "integral", "alpha", "error", "entropy")
+    settings: ClassVar[Mapping[str, str]] = {  # state key -> the EntroPIC config field that sets it
+        "target_entropy": "target_entropy", "kp": "kp", "ki": "ki", "alpha_max": "alpha_max",
+        "anti_windup": "anti_windup",
+    }
+    _DYNAMIC = ("integral", "alpha", "error", "entropy")
 
     def __init__(
         self, target_entropy: float, kp: float, ki: float, alpha_max: float = 1.0, anti_windup: bool = True
@@ -122,12 +127,12 @@ class EntroPICController:
         }
 
     def state_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self._STATE}
+        return {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for k in ("target_entropy", "kp", "ki", "alpha_max", "integral", "alpha"):
+        require_same_settings(self, state)
+        for k in ("integral", "alpha"):
             setattr(self, k, float(state[k]))
-        self.anti_windup = bool(state["anti_windup"])
         for k in ("error", "entropy"):
             setattr(self, k, None if state[k] is None else float(state[k]))
 

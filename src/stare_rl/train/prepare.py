@@ -61,6 +61,8 @@ def prepare(plan: Plan) -> Prepared:
     if ta.dataset is None and "max_completion_length" not in plan.explicit:
         grpo.max_completion_length = task.max_completion_chars + 1  # embedded task: answer + <eos>
     resume, restart = _resume_point(grpo)
+    if resume is not None:  # one rule for every controller: changed settings are refused (control/step.py)
+        grpo.loss_setup().step_controller().check_checkpoint(resume)
     model, tokenizer, max_positions = _model_for_checks(ta, task, grpo)
     train_rows, eval_rows, files, notes, warnings = _split_rows(ta, grpo.seed, task)
     if _is_tool_task(task, ta):  # TRL plays the episodes from chat prompts

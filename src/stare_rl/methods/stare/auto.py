@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from stare_rl.control.base import StepObservation
+from stare_rl.control.base import StepObservation, require_same_settings
 
 AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
 _NEG_TOL = 1e-6  # entropies this far below 0 are rounding, not bugs
@@ -114,8 +115,12 @@ class AutoWeightController:
         config: gains and bounds (:class:`AutoWeightConfig`).
     """
 
-    _STATE_KEYS = ("strength", "integral", "error", "p_term", "entropy", "steps", "saturated_high",
-                   "saturated_low", "rate_limited")
+    # state key -> the STARE config field that sets it (the AutoWeightConfig fields carry their user-facing names)
+    settings: ClassVar[Mapping[str, str]] = {
+        "target_entropy": "target_entropy", **{f.name: f.name for f in dataclasses.fields(AutoWeightConfig)}
+    }
+    _DYNAMIC = ("strength", "integral", "error", "p_term", "entropy", "steps", "saturated_high",
+                "saturated_low", "rate_limited")
 
     def __init__(self, target_entropy: float = 0.3, config: AutoWeightConfig | None = None) -> None:
         if not (isinstance(target_entropy, (int, float)) and math.isfinite(target_entropy) and target_entropy >= 0):
@@ -192,18 +197,17 @@ class AutoWeightController:
 
     # ----- state (JSON-able, exact) -----
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {k: getattr(self, k) for k in self._STATE_KEYS}
-        state["target_entropy"] = self.target_entropy
-        state["config"] = dataclasses.asdict(self.config)
-        return state
+        state: dict[str, Any] = {"target_entropy": self.target_entropy, **dataclasses.asdict(self.config)}
+        return {**state, **{k: getattr(self, k) for k in self._DYNAMIC}}
+
+    @staticmethod
+    def upgrade_state(state: dict[str, Any]) -> dict[str, Any]:
+        """A state saved with the settings nested under ``config`` (older checkpoints) in today's flat layout."""
+        flat = {k: v for k, v in state.items() if k != "config"}
+        return {**flat, **{_current_field(k): v for k, v in (state.get("config") or {}).items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        saved = AutoWeightConfig(**{_current_field(k): v for k, v in state["config"].items()})
-        if saved != self.config or float(state["target_entropy"]) != self.target_entropy:
-            raise ValueError(
-                f"auto weight controller state was saved with target_entropy={state['target_entropy']}, "
-                f"{saved}; this run has target_entropy={self.target_entropy}, {self.config}"
-            )
+        require_same_settings(self, state)
         self.strength, self.integral = float(state["strength"]), float(state["integral"])
         self.error, self.p_term = float(state["error"]), float(state["p_term"])
         self.entropy = None if state["entropy"] is None else float(state["entropy"])

@@ -5,9 +5,16 @@ Both implement :class:`stare_rl.control.base.Controller` and are declared by the
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from stare_rl.control.base import StepObservation, _check_entropy, _check_non_negative, _sign
+from stare_rl.control.base import (
+    StepObservation,
+    _check_entropy,
+    _check_non_negative,
+    _sign,
+    require_same_settings,
+)
 
 GATE = "gate"  # name of the STARE gate among a gated method's controllers (keys its saved state)
 
@@ -22,6 +29,7 @@ class StareGate:
     """
 
     memoryless = True  # gate_on depends on this step's entropy only (see control.base.Controller)
+    settings: ClassVar[Mapping[str, str]] = {"target_entropy": "target_entropy"}  # state key -> config field
 
     def __init__(self, target_entropy: float = 0.3) -> None:
         _check_non_negative("target_entropy", target_entropy)
@@ -49,7 +57,7 @@ class StareGate:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.target_entropy = float(state["target_entropy"])
+        require_same_settings(self, state)
         self.gate_on = None if state["gate_on"] is None else bool(state["gate_on"])
         self.last_entropy = None if state["last_entropy"] is None else float(state["last_entropy"])
 
@@ -70,6 +78,12 @@ class StareWeightSchedule:
         m_min: lower bound of M (in (0, reweight_m]).
     """
 
+    settings: ClassVar[Mapping[str, str]] = {  # state key -> the STARE config field that sets it
+        "target_entropy": "target_entropy", "alpha": "weight_alpha", "w_max": "weight_w_max",
+        "m_min": "weight_m_min", "init_w": "reweight_w", "init_m": "reweight_m",
+    }
+    _DYNAMIC = ("reweight_w", "reweight_m")
+
     def __init__(
         self,
         reweight_w: float = 1.1,
@@ -87,7 +101,8 @@ class StareWeightSchedule:
         _check_non_negative("target_entropy", target_entropy)
         self.target_entropy = float(target_entropy)
         self.alpha, self.w_max, self.m_min = float(alpha), float(w_max), float(m_min)
-        self.reweight_w, self.reweight_m = float(reweight_w), float(reweight_m)
+        self.init_w, self.init_m = float(reweight_w), float(reweight_m)
+        self.reweight_w, self.reweight_m = self.init_w, self.init_m  # the current W and M
 
     @classmethod
     def from_config(cls, cfg: Any) -> StareWeightSchedule:
@@ -108,9 +123,9 @@ class StareWeightSchedule:
         return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m}
 
     def state_dict(self) -> dict[str, Any]:
-        keys = ("target_entropy", "alpha", "w_max", "m_min", "reweight_w", "reweight_m")
-        return {k: getattr(self, k) for k in keys}
+        return {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for k in ("target_entropy", "alpha", "w_max", "m_min", "reweight_w", "reweight_m"):
+        require_same_settings(self, state)
+        for k in self._DYNAMIC:
             setattr(self, k, float(state[k]))
