@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
+from stare_rl.control.target import EntropyTarget, start_entropy_of
 from stare_rl.core.types import TokenBatch
 
 
@@ -31,12 +32,16 @@ class StepObservation:
         step: 0-based generation-batch index.
         batches: this rank's detached micro-batches (for controllers needing more than H).
         group: process group for all-reduces (None = default / single process).
+        start_entropy: the token-mean entropy of the first step batch before any update (the step controller's
+            first measurement, saved and restored on resume); relative targets are resolved from it
+            (:mod:`stare_rl.control.target`). None: this observation's ``entropy`` is the first one.
     """
 
     entropy: float
     step: int
     batches: tuple[TokenBatch, ...] = ()
     group: Any = None
+    start_entropy: float | None = None
 
 
 @runtime_checkable
@@ -84,18 +89,18 @@ class AdaptiveEntropyCoef:
     ``c <- clip(c + step * sgn(H_tgt - H), coef_min, coef_max)``: the bonus grows while the entropy is below
     the target and shrinks above it. Defaults are ours, not a paper's: target 0.3 (STARE's, to compare the
     baselines at the same target), init 0.001 (verl's historical fixed ``entropy_coeff``), step 5e-4, range
-    [0, 0.01].
+    [0, 0.01]. ``target_entropy`` may be relative to the start entropy (``"0.5x"``, :mod:`stare_rl.control.target`).
     """
 
     def __init__(
         self,
-        target_entropy: float = 0.3,
+        target_entropy: float | str = 0.3,
         step: float = 5e-4,
         coef_min: float = 0.0,
         coef_max: float = 0.01,
         init: float = 0.001,
     ) -> None:
-        _check_non_negative("target_entropy", target_entropy)
+        self.target = EntropyTarget(target_entropy, "bonus_target_entropy")
         _check_non_negative("step", step)
         if not (0.0 <= coef_min <= coef_max and math.isfinite(coef_max)):
             raise ValueError(
@@ -103,25 +108,34 @@ class AdaptiveEntropyCoef:
             )
         if not coef_min <= init <= coef_max:
             raise ValueError(f"init={init} must be in [coef_min={coef_min}, coef_max={coef_max}]")
-        self.target_entropy, self.step = float(target_entropy), float(step)
+        self.step = float(step)
         self.coef_min, self.coef_max, self.coef = float(coef_min), float(coef_max), float(init)
+
+    @property
+    def target_entropy(self) -> float:
+        """The absolute target (NaN until a relative target is resolved at the first update)."""
+        return self.target.value_or_nan()
 
     def update(self, obs: StepObservation) -> None:
         """Move the coefficient one step."""
-        sign = _sign(self.target_entropy - _check_entropy(obs.entropy))
+        target = self.target.resolve(start_entropy_of(obs))
+        sign = _sign(target - _check_entropy(obs.entropy))
         self.coef = min(max(self.coef + self.step * sign, self.coef_min), self.coef_max)
 
     def context(self) -> dict[str, Any]:
         return {"entropy_coef": self.coef}
 
     def metrics(self) -> dict[str, float]:
-        return {"entropy_coef": self.coef}
+        return {"entropy_coef": self.coef, "target_entropy": self.target_entropy}
 
     def state_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("target_entropy", "step", "coef_min", "coef_max", "coef")}
+        state: dict[str, Any] = {k: getattr(self, k) for k in ("step", "coef_min", "coef_max", "coef")}
+        state["target_entropy"] = self.target.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for k in ("target_entropy", "step", "coef_min", "coef_max", "coef"):
+        self.target.load_state_dict(state["target_entropy"])
+        for k in ("step", "coef_min", "coef_max", "coef"):
             setattr(self, k, float(state[k]))
 
 
