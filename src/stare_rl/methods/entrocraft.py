@@ -63,7 +63,7 @@ class EntrocraftConfig:
     )
     anneal: str = field(
         default="none",
-        metadata={"help": "none | linear | cosine: how the centre moves from target_entropy to anneal_end_fraction * "
+        metadata={"help": "none, linear or cosine: how the centre moves from target_entropy to anneal_end_fraction * "
                   "target_entropy over anneal_steps (the paper finds linear best, §5.3)."},
     )
     anneal_end_fraction: float = field(
