@@ -28,7 +28,7 @@ def test_stare_train_resume_with_a_changed_target_is_refused(
             "--target_entropy", "100", "--disable_tqdm", "true"]
     assert train.main(argv) == 0
     saved = read_json(run / "checkpoint-1" / CONTROLLER_FILE)["controllers"]
-    assert saved["gate"]["target_entropy"] == 100.0 and set(saved) == {"gate", "schedule"}
+    assert saved["gate"]["target_entropy"]["spec"] == 100.0 and set(saved) == {"gate", "schedule"}
     capsys.readouterr()
 
     resumed = [*argv[:argv.index("--target_entropy")], "--target_entropy", "0.5", "--max_steps", "2",
