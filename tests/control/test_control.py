@@ -37,7 +37,7 @@ def test_gate_is_on_strictly_below_target() -> None:
     assert gate.metrics() == {}
     assert step(gate, 0.21) == {"gate_on": True}
     assert step(gate, 0.3) == {"gate_on": False}  # at the target: off (1[H < H_tgt])
-    assert step(gate, 0.37) == {"gate_on": False} and gate.metrics() == {"gate_on": 0.0}
+    assert step(gate, 0.37) == {"gate_on": False} and gate.metrics() == {"gate_on": 0.0, "target_entropy": 0.3}
     assert step(gate, 0.0) == {"gate_on": True} and gate.last_entropy == 0.0
     with pytest.raises(ValueError, match="batch_entropy=nan"):
         step(gate, float("nan"))
@@ -59,7 +59,7 @@ def test_schedule_hand_derived_trajectory_and_bounds() -> None:
     )
     def wm(h: float) -> tuple[float, float]:
         ctx = step(sch, h)
-        assert sch.metrics() == ctx
+        assert sch.metrics() == {**ctx, "target_entropy": 0.3}
         return ctx["reweight_w"], ctx["reweight_m"]
 
     # below target: W up / M down by alpha, clipped at w_max / m_min
@@ -116,7 +116,8 @@ def test_adaptive_entropy_coef_trajectory_bounds_and_resume() -> None:
     for _ in range(4):
         step(ctl, 0.5)
     assert ctl.coef == 0.0
-    assert ctl.context() == ctl.metrics() == {"entropy_coef": 0.0}
+    assert ctl.context() == {"entropy_coef": 0.0}
+    assert ctl.metrics() == {"entropy_coef": 0.0, "target_entropy": 0.3}
     other = AdaptiveEntropyCoef(target_entropy=0.3, step=0.002, coef_min=0.0, coef_max=0.005, init=0.001)
     other.load_state_dict(ctl.state_dict())
     assert step(other, 0.2) == step(ctl, 0.2)

@@ -15,8 +15,10 @@ import pytest
 
 from stare_rl.control.base import AdaptiveEntropyCoef, StepObservation, setting_differences
 from stare_rl.control.step import StepController
+from stare_rl.control.target import setting_value
 from stare_rl.core.registry import get_method, list_methods, make_config
 from stare_rl.io.runlog import CONTROLLER_FILE
+from stare_rl.methods.entrocraft import EntrocraftBand
 from stare_rl.methods.entropic import EntroPICController
 from stare_rl.methods.stare.auto import AutoWeightConfig, AutoWeightController
 from stare_rl.methods.stare.config import WEIGHT_CONTROLS
@@ -42,12 +44,17 @@ CONTROLLERS = _all_controllers()
 
 
 def _changed(value: Any) -> Any:
+    if isinstance(value, dict) and "spec" in value:  # a target's saved state: another spelling
+        return {**value, "spec": _changed(value["spec"])}
+    if isinstance(value, str):
+        return "0.25x" if value.endswith("x") and value != "0.25x" else value + "-other"
     return (not value) if isinstance(value, bool) else value + 0.125
 
 
 def test_every_controller_declares_settings_present_in_its_state() -> None:
     kinds = {type(c) for _, c in CONTROLLERS}
-    assert {StareGate, StareWeightSchedule, AutoWeightController, EntroPICController, AdaptiveEntropyCoef} <= kinds
+    assert {StareGate, StareWeightSchedule, AutoWeightController, EntroPICController, AdaptiveEntropyCoef,
+            EntrocraftBand} <= kinds
     for label, ctrl in CONTROLLERS:
         assert ctrl.settings, label
         state = ctrl.state_dict()
@@ -63,7 +70,8 @@ def test_each_changed_setting_is_refused_naming_field_and_both_values(label: str
         other = {**saved, key: _changed(saved[key])}
         with pytest.raises(ValueError) as err:
             ctrl.load_state_dict(other)
-        assert f"{field}: saved {other[key]!r}, requested {saved[key]!r}" in str(err.value), (label, str(err.value))
+        message = f"{field}: saved {setting_value(other[key])!r}, requested {setting_value(saved[key])!r}"
+        assert message in str(err.value), (label, str(err.value))
     assert ctrl.state_dict() == saved  # nothing was restored from a refused state
 
 

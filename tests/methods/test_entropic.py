@@ -176,7 +176,9 @@ def test_traits_and_defaults() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"target_entropy": -0.1}, "target_entropy=-0.1 must be a finite value >= 0"),
+        ({"target_entropy": -0.1}, "target_entropy=-0.1 must be a number >= 0"),
+        ({"target_entropy": "half"}, "target_entropy='half' must be a number >= 0"),
+        ({"target_entropy": "0x"}, "target_entropy='0x' must be a number >= 0"),
         ({"kp": math.inf}, "kp=inf must be a finite value >= 0"),
         ({"alpha_max": 1.5}, r"alpha_max=1.5 must be in \(0, 1\]"),
         ({"high_prob_threshold": 1.0}, r"high_prob_threshold=1.0 must be in \(0, 1\)"),

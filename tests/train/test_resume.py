@@ -86,3 +86,41 @@ def test_killed_run_resumed_with_auto_weight_control_matches(tmp_path: Path) -> 
             assert key in a, key
             assert b[key] == pytest.approx(a[key], rel=1e-6, abs=1e-7), (a["step"], key, a[key], b[key])
     assert read_json(run / "checkpoint-6" / CONTROLLER_FILE) == read_json(tmp_path / "full" / "checkpoint-6" / CONTROLLER_FILE)
+
+
+REL_COMPARED = ("loss", "actor/pg_loss", "control/batch_entropy", "control/start_entropy", "control/target_entropy",
+                "control/entrocraft_mode", "control/entrocraft_lower", "control/entrocraft_upper",
+                "control/entropy_coef", "loss/kept_frac")
+
+
+def _run_relative(out: Path, kill_at: int | None = None, resume: str | None = None) -> list[dict]:
+    # Entrocraft's band and the adaptive bonus, both relative to the start entropy (narrow band: the mode moves)
+    trainer = make_trainer(
+        out, "entrocraft", {"target_entropy": "0.999x", "band": 0.001},
+        method_args={"entropy_bonus": "adaptive", "bonus_target_entropy": "0.999x"},
+        max_steps=6, save_strategy="steps", save_steps=2, lr_scheduler_type="linear", learning_rate=1e-2,
+        callbacks=[Kill(kill_at)] if kill_at else None,
+    )
+    trainer.train(resume_from_checkpoint=resume)
+    return read_metrics(out)
+
+
+def test_killed_run_resumed_keeps_relative_targets_without_measuring_again(tmp_path: Path) -> None:
+    """Relative targets through real TRL: resolved from step 1's batch entropy, saved in the checkpoint, restored on
+    resume (the resumed steps' start entropy is the first run's, not step 5's), and the run resumes exactly."""
+    full = _run_relative(tmp_path / "full")
+    h0 = full[0]["control/batch_entropy"]
+    assert all(r["control/start_entropy"] == pytest.approx(h0) for r in full)
+    assert all(r["control/target_entropy"] == pytest.approx(0.999 * h0) for r in full)
+    assert len({r["control/entrocraft_mode"] for r in full}) > 1, "the band switch should act during the run"
+    run = tmp_path / "killed"
+    _run_relative(run, kill_at=5)
+    saved = read_json(run / "checkpoint-4" / CONTROLLER_FILE)
+    assert saved["start_entropy"] == pytest.approx(h0)
+    assert saved["controllers"]["entrocraft_band"]["target_entropy"]["value"] == pytest.approx(0.999 * h0)
+    resumed = _run_relative(run, resume=str(run / "checkpoint-4"))
+    assert [r["step"] for r in resumed] == [1, 2, 3, 4, 5, 6]
+    for a, b in zip(full, resumed, strict=True):
+        for key in REL_COMPARED:
+            assert key in a, key
+            assert b[key] == pytest.approx(a[key], rel=1e-6, abs=1e-7), (a["step"], key, a[key], b[key])

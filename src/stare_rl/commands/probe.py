@@ -59,9 +59,9 @@ def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
 
     if args.model == "tiny-random":
         from stare_rl.models.tiny import build_tiny_model
-        from stare_rl.models.tokenizer import build_char_tokenizer
+        from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
 
-        tok = build_char_tokenizer(task.alphabet)
+        tok = build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE)  # the vocabulary of `--model tiny`
         return build_tiny_model(tok, seed=args.seed), tok, "tiny-random"
     path = Path(args.model).expanduser()
     if args.model == "tiny":

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import torch
 
+from stare_rl.control.target import EntropyTarget, setting_value, start_entropy_of
 from stare_rl.core.types import TokenBatch
 
 
@@ -32,12 +33,16 @@ class StepObservation:
         step: 0-based generation-batch index.
         batches: this rank's detached micro-batches (for controllers needing more than H).
         group: process group for all-reduces (None = default / single process).
+        start_entropy: the token-mean entropy of the first step batch before any update (the step controller's
+            first measurement, saved and restored on resume); relative targets are resolved from it
+            (:mod:`stare_rl.control.target`). None: this observation's ``entropy`` is the first one.
     """
 
     entropy: float
     step: int
     batches: tuple[TokenBatch, ...] = ()
     group: Any = None
+    start_entropy: float | None = None
 
 
 @runtime_checkable
@@ -92,8 +97,9 @@ def setting_differences(controller: Any, saved: Mapping[str, Any]) -> list[str]:
     upgrade = getattr(controller, "upgrade_state", None)
     saved = upgrade(dict(saved)) if upgrade is not None else saved
     requested = controller.state_dict()
-    return [f"{field}: saved {saved[key]!r}, requested {requested[key]!r}"
-            for key, field in controller.settings.items() if key in saved and saved[key] != requested[key]]
+    return [f"{field}: saved {setting_value(saved[key])!r}, requested {setting_value(requested[key])!r}"
+            for key, field in controller.settings.items()
+            if key in saved and setting_value(saved[key]) != setting_value(requested[key])]
 
 
 def require_same_settings(controller: Any, saved: Mapping[str, Any]) -> None:
@@ -114,7 +120,7 @@ class AdaptiveEntropyCoef:
     ``c <- clip(c + step * sgn(H_tgt - H), coef_min, coef_max)``: the bonus grows while the entropy is below
     the target and shrinks above it. Defaults are ours, not a paper's: target 0.3 (STARE's, to compare the
     baselines at the same target), init 0.001 (verl's historical fixed ``entropy_coeff``), step 5e-4, range
-    [0, 0.01].
+    [0, 0.01]. ``target_entropy`` may be relative to the start entropy (``"0.5x"``, :mod:`stare_rl.control.target`).
     """
 
     settings: ClassVar[Mapping[str, str]] = {  # state key -> the stare train field (engines/trl/options.py)
@@ -125,13 +131,13 @@ class AdaptiveEntropyCoef:
 
     def __init__(
         self,
-        target_entropy: float = 0.3,
+        target_entropy: float | str = 0.3,
         step: float = 5e-4,
         coef_min: float = 0.0,
         coef_max: float = 0.01,
         init: float = 0.001,
     ) -> None:
-        _check_non_negative("target_entropy", target_entropy)
+        self.target = EntropyTarget(target_entropy, "bonus_target_entropy")
         _check_non_negative("step", step)
         if not (0.0 <= coef_min <= coef_max and math.isfinite(coef_max)):
             raise ValueError(
@@ -139,26 +145,35 @@ class AdaptiveEntropyCoef:
             )
         if not coef_min <= init <= coef_max:
             raise ValueError(f"init={init} must be in [coef_min={coef_min}, coef_max={coef_max}]")
-        self.target_entropy, self.step = float(target_entropy), float(step)
+        self.step = float(step)
         self.coef_min, self.coef_max, self.init = float(coef_min), float(coef_max), float(init)
         self.coef = self.init
 
+    @property
+    def target_entropy(self) -> float:
+        """The absolute target (NaN until a relative target is resolved at the first update)."""
+        return self.target.value_or_nan()
+
     def update(self, obs: StepObservation) -> None:
         """Move the coefficient one step."""
-        sign = _sign(self.target_entropy - _check_entropy(obs.entropy))
+        target = self.target.resolve(start_entropy_of(obs))
+        sign = _sign(target - _check_entropy(obs.entropy))
         self.coef = min(max(self.coef + self.step * sign, self.coef_min), self.coef_max)
 
     def context(self) -> dict[str, Any]:
         return {"entropy_coef": self.coef}
 
     def metrics(self) -> dict[str, float]:
-        return {"entropy_coef": self.coef}
+        return {"entropy_coef": self.coef, "target_entropy": self.target_entropy}
 
     def state_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC)}
+        state: dict[str, Any] = {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC) if k != "target_entropy"}
+        state["target_entropy"] = self.target.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         require_same_settings(self, state)
+        self.target.load_state_dict(state["target_entropy"])
         self.coef = float(state["coef"])
 
 

@@ -36,7 +36,7 @@ class LossSetup:
     max_num_gen_batches: int = 10
     refill_batch_multiplier: int = 1
     entropy_bonus: EntropyBonusConfig | None = None
-    adaptive_entropy: dict[str, float] | None = None
+    adaptive_entropy: dict[str, Any] | None = None
     quadrant_metrics: bool = True
 
     def extra_controllers(self) -> dict[str, Any]:

@@ -74,6 +74,7 @@ class StepController:
                 raise ValueError(f"extra controller {name!r} clashes with method {method!r}'s own controller")
             self.controllers[name] = ctrl
         self.group = group
+        self.start_entropy: float | None = None  # the first step batch's entropy: relative targets resolve from it
         self._metrics: dict[str, float] = {}
 
     @property
@@ -119,8 +120,11 @@ class StepController:
             raise ValueError(f"controllers {sorted(self.controllers)} need batch.entropy (the current policy's), "
                              "got entropy=None")
         h = global_token_mean(batches, "entropy", self.group)  # STARE §4.3: whole step batch, all ranks
-        obs = StepObservation(entropy=h, step=int(step), batches=tuple(batches), group=self.group)
-        metrics = {"batch_entropy": h}
+        if self.start_entropy is None:  # measured once, before the first update; restored on resume
+            self.start_entropy = h
+        obs = StepObservation(entropy=h, step=int(step), batches=tuple(batches), group=self.group,
+                              start_entropy=self.start_entropy)
+        metrics = {"batch_entropy": h, "start_entropy": self.start_entropy}
         for ctrl in self.controllers.values():
             ctrl.update(obs)
             metrics.update(ctrl.metrics())
@@ -203,7 +207,8 @@ class StepController:
     def save(self, checkpoint_dir: str | os.PathLike) -> Path:
         """Write ``CONTROLLER_FILE`` into ``checkpoint_dir`` atomically; returns its path."""
         path = Path(checkpoint_dir) / CONTROLLER_FILE
-        write_json_atomic(path, {"method": self.method, "controllers": self.state_dict()})
+        write_json_atomic(path, {"method": self.method, "controllers": self.state_dict(),
+                                 "start_entropy": self.start_entropy})
         return path
 
     def load(self, checkpoint_dir: str | os.PathLike) -> bool:
@@ -216,7 +221,10 @@ class StepController:
                                sorted(self.controllers))
             return False
         self.check_checkpoint(checkpoint_dir)
-        self.load_state_dict(read_json(path)["controllers"])
+        saved = read_json(path)
+        self.load_state_dict(saved["controllers"])
+        if saved.get("start_entropy") is not None:  # files written before relative targets have none
+            self.start_entropy = float(saved["start_entropy"])
         return True
 
 

@@ -4,6 +4,7 @@ from stare_rl.methods import (  # noqa: F401
     archer,
     ce_gppo,
     clip_cov,
+    entrocraft,
     entropic,
     entropy_advantage,
     high_entropy,

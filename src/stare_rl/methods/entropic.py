@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import torch
 
 from stare_rl.control.base import StepObservation, require_same_settings
+from stare_rl.control.target import EntropyTarget, canonical_target, start_entropy_of
 from stare_rl.core.metrics import control_metric
 from stare_rl.core.registry import MetricSpec, register_method
 from stare_rl.core.surrogate import LOG_RATIO_CLAMP, SurrogateConfig, clipped_surrogate, token_signs
@@ -42,8 +43,10 @@ class EntroPICConfig:
     ``entropy_control_p=1``, ``entropy_control_i=0.01``; ``core_algos.py``: ``high_prob_thresh=0.95``;
     ``dp_actor.py``: alpha clipped to [-1, 1])."""
 
-    target_entropy: float = field(
-        default=0.1, metadata={"help": "H_tgt >= 0: token-mean entropy to hold (reference run script: 0.1)."}
+    target_entropy: float | str = field(
+        default=0.1,
+        metadata={"help": "H_tgt: token-mean entropy to hold (reference run script: 0.1). A number >= 0, or '<r>x' "
+                  "(e.g. '0.5x'): r times the entropy of the first step batch, resolved once and saved."},
     )
     kp: float = field(default=1.0, metadata={"help": "Kp >= 0: proportional gain (reference: entropy_control_p=1)."})
     ki: float = field(default=0.01, metadata={"help": "Ki >= 0: integral gain (reference: entropy_control_i=0.01)."})
@@ -63,7 +66,8 @@ class EntroPICConfig:
     )
 
     def __post_init__(self) -> None:
-        for name in ("target_entropy", "kp", "ki"):
+        object.__setattr__(self, "target_entropy", canonical_target("target_entropy", self.target_entropy))
+        for name in ("kp", "ki"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f"{name}={value} must be a finite value >= 0")
@@ -88,10 +92,11 @@ class EntroPICController:
     _DYNAMIC = ("integral", "alpha", "error", "entropy")
 
     def __init__(
-        self, target_entropy: float, kp: float, ki: float, alpha_max: float = 1.0, anti_windup: bool = True
+        self, target_entropy: float | str, kp: float, ki: float, alpha_max: float = 1.0, anti_windup: bool = True
     ) -> None:
         EntroPICConfig(target_entropy=target_entropy, kp=kp, ki=ki, alpha_max=alpha_max)  # validation, by name
-        self.target_entropy, self.kp, self.ki = float(target_entropy), float(kp), float(ki)
+        self.target = EntropyTarget(target_entropy)
+        self.kp, self.ki = float(kp), float(ki)
         self.alpha_max, self.anti_windup = float(alpha_max), bool(anti_windup)
         self.integral = 0.0
         self.alpha = 0.0
@@ -102,11 +107,16 @@ class EntroPICController:
     def from_config(cls, cfg: EntroPICConfig) -> EntroPICController:
         return cls(cfg.target_entropy, cfg.kp, cfg.ki, cfg.alpha_max, cfg.anti_windup)
 
+    @property
+    def target_entropy(self) -> float:
+        """The absolute target (NaN until a relative target is resolved at the first update)."""
+        return self.target.value_or_nan()
+
     def update(self, obs: StepObservation) -> None:
         h = float(obs.entropy)
         if not math.isfinite(h):
             raise ValueError(f"entropy={obs.entropy} must be finite (step {obs.step})")
-        e = h - self.target_entropy  # > 0: too much entropy -> alpha > 0 sharpens
+        e = h - self.target.resolve(start_entropy_of(obs))  # > 0: too much entropy -> alpha > 0 sharpens
         u = self.kp * e + self.ki * self.integral  # uses the integral of the previous errors (reference order)
         self.alpha = min(max(u, -self.alpha_max), self.alpha_max)
         saturated_same_way = self.alpha != u and (e > 0) == (u > 0) and e != 0.0
@@ -124,13 +134,17 @@ class EntroPICController:
             "entropic_integral": self.integral,
             "entropic_error": nan if self.error is None else self.error,
             "entropic_target_entropy": self.target_entropy,
+            "target_entropy": self.target_entropy,
         }
 
     def state_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC)}
+        state = {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC) if k != "target_entropy"}
+        state["target_entropy"] = self.target.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         require_same_settings(self, state)
+        self.target.load_state_dict(state["target_entropy"])
         for k in ("integral", "alpha"):
             setattr(self, k, float(state[k]))
         for k in ("error", "entropy"):

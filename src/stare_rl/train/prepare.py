@@ -163,9 +163,9 @@ def _model_for_checks(ta: ModelTaskArgs, task: Any, grpo: Any) -> tuple[Any, Any
     is built by the warm start later), else the loaded model."""
     if ta.model == "tiny":
         from stare_rl.models.tiny import TINY_MAX_POSITIONS
-        from stare_rl.models.tokenizer import build_char_tokenizer
+        from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
 
-        return None, build_char_tokenizer(task.alphabet), TINY_MAX_POSITIONS
+        return None, build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE), TINY_MAX_POSITIONS
     model, tokenizer = _load_model(ta.model, grpo.model_init_kwargs)
     rows = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > rows:  # more tokens than embedding rows: an index error at the first such token

@@ -207,11 +207,11 @@ def padded_step(data: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch
     return pad(data["log_prob"]), pad({k: data["rows"][k]["advantages"] for k in keys}), mask, pad(data["entropy"])
 
 
-def core_loss(data: dict[str, Any], cfg: Any, **ctx: Any) -> torch.Tensor:
+def core_loss(data: dict[str, Any], cfg: Any, method: str = "stare", **ctx: Any) -> torch.Tensor:
     old, adv, mask, ent = padded_step(data)
     batch = TokenBatch(old + 0.1, old, adv, mask, entropy=ent)
     actor = vm.exact_loss_fn(cfg).keywords["config"]
-    out = compute_loss("stare", batch, V.method_config("stare", actor.policy_loss),
+    out = compute_loss(method, batch, V.method_config(method, actor.policy_loss),
                        V.surrogate_config(actor, actor.loss_agg_mode), LossContext(stats=ctx))
     return aggregate(out.token_loss, mask, actor.loss_agg_mode)
 
@@ -337,6 +337,32 @@ def test_auto_weight_control_through_the_entry_point(tmp_path: Path, monkeypatch
     loss = trainer.actor_rollout_wg.losses[-1]
     torch.testing.assert_close(loss, core_loss(low, cfg, gate_on=True, reweight_w=w, reweight_m=m, **stats))
     assert not torch.allclose(loss, core_loss(low, cfg, gate_on=False, reweight_w=w, reweight_m=m, **stats))
+
+
+def test_entrocraft_with_a_relative_target_through_the_entry_point(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entrocraft needs no engine code: the driver resolves '0.5x' from the first step's entropy, sets the band's
+    mode once per step, and the workers' loss uses the switched advantages (RAFT++ above the band, NSR below)."""
+    pl = "actor_rollout_ref.actor.policy_loss."
+    cfg = stare_config(tmp_path, **{pl + "loss_mode": "entrocraft"})
+    OmegaConf.update(cfg, pl + "entrocraft_target_entropy", "0.5x", force_add=True)  # verl: +...=0.5x
+    trainer, mem = trainer_with_workers(cfg, monkeypatch)
+    assert set(trainer.stare_rl.controllers) == {"entrocraft_band"}
+    first = step_data(seed=1, entropy_scale=0.4)  # h ~0.2: target 0.1, band [0.09, 0.11]: above -> RAFT++
+    metrics, batch = run_step(trainer, mem, first)
+    assert metrics["control/start_entropy"] == pytest.approx(first["h"], rel=1e-6)
+    assert metrics["control/target_entropy"] == pytest.approx(0.5 * first["h"], rel=1e-6)
+    assert metrics["control/entrocraft_mode"] == 1.0
+    assert batch.extra_info[V.STATE_KEY] == trainer.stare_rl.state_dict()
+    loss = trainer.actor_rollout_wg.losses[-1]
+    torch.testing.assert_close(loss, core_loss(first, cfg, "entrocraft", entrocraft_mode=1))
+    assert not torch.allclose(loss, core_loss(first, cfg, "entrocraft", entrocraft_mode=0))
+    low = step_data(seed=2, entropy_scale=0.1)  # h ~0.05 < 0.09: NSR; the target stays 0.5 x the first entropy
+    metrics, _ = run_step(trainer, mem, low)
+    assert metrics["control/entrocraft_mode"] == -1.0
+    assert metrics["control/target_entropy"] == pytest.approx(0.5 * first["h"], rel=1e-6)
+    torch.testing.assert_close(trainer.actor_rollout_wg.losses[-1], core_loss(low, cfg, "entrocraft",
+                                                                              entrocraft_mode=-1))
 
 
 def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(

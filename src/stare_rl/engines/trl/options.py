@@ -49,8 +49,10 @@ class StepOptions:
     bonus_coef: float | None = field(
         default=None, metadata={"help": "Fixed bonus coefficient, or the adaptive controller's initial value."}
     )
-    bonus_target_entropy: float | None = field(
-        default=None, metadata={"help": "Adaptive bonus: target token-mean entropy (the coefficient grows below it)."}
+    bonus_target_entropy: float | str | None = field(
+        default=None,
+        metadata={"help": "Adaptive bonus: target token-mean entropy (the coefficient grows below it). A number >= 0, "
+                  "or '<r>x' (e.g. '0.5x'): r times the entropy of the first step batch, resolved once and saved."},
     )
     bonus_step: float | None = field(default=None, metadata={"help": "Adaptive bonus: coefficient step per batch."})
     bonus_coef_min: float | None = field(default=None, metadata={"help": "Adaptive bonus: lower bound."})
@@ -78,7 +80,7 @@ class StepOptions:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}={value!r} must be an integer >= 1")
 
-    def _given(self, prefix: str, names: tuple[str, ...]) -> dict[str, float]:
+    def _given(self, prefix: str, names: tuple[str, ...]) -> dict[str, Any]:
         return {n: getattr(self, prefix + n) for n in names if getattr(self, prefix + n) is not None}
 
     def loss_setup(self, method: str, method_config: Any, surrogate: SurrogateConfig) -> LossSetup:

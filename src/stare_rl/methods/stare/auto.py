@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from stare_rl.control.base import StepObservation, require_same_settings
+from stare_rl.control.target import EntropyTarget, start_entropy_of
 
 AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
 _NEG_TOL = 1e-6  # entropies this far below 0 are rounding, not bugs
@@ -111,7 +112,8 @@ class AutoWeightController:
     exactly vanilla either way).
 
     Args:
-        target_entropy: H_tgt >= 0 (the method config's ``target_entropy``).
+        target_entropy: H_tgt >= 0 (the method config's ``target_entropy``), absolute or relative to the start
+            entropy (``"0.5x"``, :mod:`stare_rl.control.target`).
         config: gains and bounds (:class:`AutoWeightConfig`).
     """
 
@@ -122,10 +124,8 @@ class AutoWeightController:
     _DYNAMIC = ("strength", "integral", "error", "p_term", "entropy", "steps", "saturated_high",
                 "saturated_low", "rate_limited")
 
-    def __init__(self, target_entropy: float = 0.3, config: AutoWeightConfig | None = None) -> None:
-        if not (isinstance(target_entropy, (int, float)) and math.isfinite(target_entropy) and target_entropy >= 0):
-            raise ValueError(f"target_entropy={target_entropy!r} must be a finite number >= 0")
-        self.target_entropy = float(target_entropy)
+    def __init__(self, target_entropy: float | str = 0.3, config: AutoWeightConfig | None = None) -> None:
+        self.target = EntropyTarget(target_entropy)
         self.config = config or AutoWeightConfig()
         self.strength = 0.0  # u = log W in [0, u_max]; starts at W = M = 1 (vanilla)
         self.integral = 0.0  # I in [0, u_max], units of u
@@ -140,16 +140,23 @@ class AutoWeightController:
         """Start from a STARE-family method config (its ``target_entropy``)."""
         return cls(method_config.target_entropy, config)
 
+    @property
+    def target_entropy(self) -> float:
+        """The absolute target (NaN until a relative target is resolved at the first update)."""
+        return self.target.value_or_nan()
+
     # ----- the control law -----
     def relative_error(self, entropy: float) -> float:
         """``clip((H_tgt - H) / H_tgt, -1, 1)``; 0 when both are 0, -1 for any H > 0 at target 0."""
-        return min(max((self.target_entropy - entropy) / max(self.target_entropy, _EPS), -1.0), 1.0)
+        target = self.target_entropy
+        return min(max((target - entropy) / max(target, _EPS), -1.0), 1.0)
 
     def update(self, obs: StepObservation) -> None:
         h = float(obs.entropy)
         if not math.isfinite(h) or h < -_NEG_TOL:
             raise ValueError(f"entropy={obs.entropy!r} must be a finite value >= 0 (step {obs.step})")
         h = max(h, 0.0)  # a token-mean of float entropies of near-deterministic states can round below 0
+        self.target.resolve(start_entropy_of(obs))  # a relative target is fixed once, from the start entropy
         cfg, u_prev = self.config, self.strength
         u_max = cfg.u_max
         raw = self.relative_error(h)
@@ -190,6 +197,7 @@ class AutoWeightController:
             "auto_integral": self.integral,
             "auto_p_term": self.p_term,
             "auto_target": self.target_entropy,
+            "target_entropy": self.target_entropy,
             "auto_saturated_high": float(self.saturated_high),
             "auto_saturated_low": float(self.saturated_low),
             "auto_rate_limited": float(self.rate_limited),
@@ -197,7 +205,7 @@ class AutoWeightController:
 
     # ----- state (JSON-able, exact) -----
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"target_entropy": self.target_entropy, **dataclasses.asdict(self.config)}
+        state: dict[str, Any] = {"target_entropy": self.target.state_dict(), **dataclasses.asdict(self.config)}
         return {**state, **{k: getattr(self, k) for k in self._DYNAMIC}}
 
     @staticmethod
@@ -208,6 +216,7 @@ class AutoWeightController:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         require_same_settings(self, state)
+        self.target.load_state_dict(state["target_entropy"])  # same spelling (checked); the resolved value
         self.strength, self.integral = float(state["strength"]), float(state["integral"])
         self.error, self.p_term = float(state["error"]), float(state["p_term"])
         self.entropy = None if state["entropy"] is None else float(state["entropy"])

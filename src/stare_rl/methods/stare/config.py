@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from stare_rl.control.base import Controller
+from stare_rl.control.target import canonical_target
 from stare_rl.core.metrics import control_metric, mask_fraction_metric, selection_share_metric
 from stare_rl.core.registry import MetricSpec
 from stare_rl.core.selection import SELECTION_SCOPES
@@ -36,10 +37,12 @@ class StareControlFields(AutoWeightConfig):
     reweight_m: float = field(
         default=0.9, metadata={"help": "M in (0, 1]: weight of L- tokens while the gate is on (C2 only)."}
     )
-    target_entropy: float = field(
+    target_entropy: float | str = field(
         default=0.3,
         metadata={
-            "help": "H_tgt >= 0: the gate is on while the batch token-mean entropy is below it (§4.3)."
+            "help": "H_tgt: the gate is on while the batch token-mean entropy is below it (§4.3); also the target of "
+            "weight_control paper / auto. A number >= 0 (absolute), or '<r>x' (e.g. '0.5x'): r times the entropy "
+            "measured on the first step batch before any update, resolved once, logged and saved (docs/methods.md)."
         },
     )
     weight_control: str = field(
@@ -101,8 +104,7 @@ def check_stare_fields(cfg: object) -> None:
     if not 0.0 <= cfg.top_p_ratio <= 1.0:  # type: ignore[attr-defined]
         raise ValueError(f"top_p_ratio={cfg.top_p_ratio} must be in [0, 1]")  # type: ignore[attr-defined]
     check_stare_weights(cfg.reweight_w, cfg.reweight_m)  # type: ignore[attr-defined]
-    if not cfg.target_entropy >= 0.0:  # type: ignore[attr-defined]
-        raise ValueError(f"target_entropy={cfg.target_entropy} must be >= 0")  # type: ignore[attr-defined]
+    object.__setattr__(cfg, "target_entropy", canonical_target("target_entropy", cfg.target_entropy))  # type: ignore[attr-defined]
     if cfg.weight_control not in WEIGHT_CONTROLS:  # type: ignore[attr-defined]
         raise ValueError(f"weight_control={cfg.weight_control!r} is not one of {list(WEIGHT_CONTROLS)}")  # type: ignore[attr-defined]
     if cfg.weight_control == "paper":  # type: ignore[attr-defined]

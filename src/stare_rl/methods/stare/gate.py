@@ -15,6 +15,7 @@ from stare_rl.control.base import (
     _sign,
     require_same_settings,
 )
+from stare_rl.control.target import EntropyTarget, start_entropy_of
 
 GATE = "gate"  # name of the STARE gate among a gated method's controllers (keys its saved state)
 
@@ -23,41 +24,52 @@ class StareGate:
     """STARE §4.3 closed-loop gate: on while the batch token-mean entropy is below the target.
 
     Args:
-        target_entropy: H_tgt (the STARE config's ``target_entropy``, paper default 0.3).
+        target_entropy: H_tgt (the STARE config's ``target_entropy``, paper default 0.3), absolute or relative to
+            the start entropy (``"0.5x"``, :mod:`stare_rl.control.target`).
 
     ``gate_on`` is ``None`` before the first update (methods treat ``None`` as on, like the reference).
     """
 
-    memoryless = True  # gate_on depends on this step's entropy only (see control.base.Controller)
     settings: ClassVar[Mapping[str, str]] = {"target_entropy": "target_entropy"}  # state key -> config field
 
-    def __init__(self, target_entropy: float = 0.3) -> None:
-        _check_non_negative("target_entropy", target_entropy)
-        self.target_entropy = float(target_entropy)
+    def __init__(self, target_entropy: float | str = 0.3) -> None:
+        self.target = EntropyTarget(target_entropy)
         self.gate_on: bool | None = None
         self.last_entropy: float | None = None
+
+    @property
+    def memoryless(self) -> bool:
+        """gate_on depends on this step's entropy only (see control.base.Controller), unless the target is relative:
+        then it also depends on the start entropy, which only the step controller's first measurement gives."""
+        return not self.target.relative
+
+    @property
+    def target_entropy(self) -> float:
+        return self.target.value_or_nan()
 
     def update(self, obs: StepObservation) -> None:
         """Set the gate from this step's token-mean entropy over the whole global batch."""
         h = _check_entropy(obs.entropy)
+        target = self.target.resolve(start_entropy_of(obs))
         self.last_entropy = h
-        self.gate_on = bool(h < self.target_entropy)
+        self.gate_on = bool(h < target)
 
     def context(self) -> dict[str, Any]:
         return {"gate_on": self.gate_on}
 
     def metrics(self) -> dict[str, float]:
-        return {} if self.gate_on is None else {"gate_on": float(self.gate_on)}
+        return {} if self.gate_on is None else {"gate_on": float(self.gate_on), "target_entropy": self.target_entropy}
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "target_entropy": self.target_entropy,
+            "target_entropy": self.target.state_dict(),
             "gate_on": self.gate_on,
             "last_entropy": self.last_entropy,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         require_same_settings(self, state)
+        self.target.load_state_dict(state["target_entropy"])
         self.gate_on = None if state["gate_on"] is None else bool(state["gate_on"])
         self.last_entropy = None if state["last_entropy"] is None else float(state["last_entropy"])
 
@@ -88,7 +100,7 @@ class StareWeightSchedule:
         self,
         reweight_w: float = 1.1,
         reweight_m: float = 0.9,
-        target_entropy: float = 0.3,
+        target_entropy: float | str = 0.3,
         alpha: float = 0.01,
         w_max: float = 1.5,
         m_min: float = 0.5,
@@ -98,8 +110,7 @@ class StareWeightSchedule:
             raise ValueError(f"reweight_w={reweight_w} must be in [1, w_max={w_max}]")
         if not 0.0 < m_min <= reweight_m <= 1.0:
             raise ValueError(f"reweight_m={reweight_m} must be in [m_min={m_min}, 1] with m_min > 0")
-        _check_non_negative("target_entropy", target_entropy)
-        self.target_entropy = float(target_entropy)
+        self.target = EntropyTarget(target_entropy)
         self.alpha, self.w_max, self.m_min = float(alpha), float(w_max), float(m_min)
         self.init_w, self.init_m = float(reweight_w), float(reweight_m)
         self.reweight_w, self.reweight_m = self.init_w, self.init_m  # the current W and M
@@ -112,20 +123,28 @@ class StareWeightSchedule:
 
     def update(self, obs: StepObservation) -> None:
         """Move W and M one step from this step's batch entropy."""
-        sign = _sign(self.target_entropy - _check_entropy(obs.entropy))  # +1 below target: intensify
+        target = self.target.resolve(start_entropy_of(obs))
+        sign = _sign(target - _check_entropy(obs.entropy))  # +1 below target: intensify
         self.reweight_w = min(max(self.reweight_w + self.alpha * sign, 1.0), self.w_max)
         self.reweight_m = min(max(self.reweight_m - self.alpha * sign, self.m_min), 1.0)
 
     def context(self) -> dict[str, Any]:
         return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m}
 
+    @property
+    def target_entropy(self) -> float:
+        return self.target.value_or_nan()
+
     def metrics(self) -> dict[str, float]:
-        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m}
+        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m, "target_entropy": self.target_entropy}
 
     def state_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC)}
+        state: dict[str, Any] = {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC) if k != "target_entropy"}
+        state["target_entropy"] = self.target.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         require_same_settings(self, state)
+        self.target.load_state_dict(state["target_entropy"])
         for k in self._DYNAMIC:
             setattr(self, k, float(state[k]))
