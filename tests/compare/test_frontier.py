@@ -89,12 +89,12 @@ def _grid(tmp: Path):
 
 
 def _cell(grid, method: str, seed: int, entropy: list[float], target: float | None, avg: float, pass_k: float,
-          done: bool = True, gz: bool = False) -> None:
+          done: bool = True, gz: bool = False, key: str = "control/batch_entropy") -> None:
     d = grid.out / "runs" / method / f"seed{seed}"
     d.mkdir(parents=True)
     rows = [{"step": 0, "eval/pass@1": 0.1}]  # the step-0 evaluation row: no entropy, no target
     for i, h in enumerate(entropy, start=1):
-        row = {"step": i, "actor/entropy": h}
+        row = {"step": i, key: h}
         if target is not None:
             row["control/target_entropy"] = target
         rows.append(row)
@@ -103,7 +103,7 @@ def _cell(grid, method: str, seed: int, entropy: list[float], target: float | No
         (d / "metrics.jsonl.gz").write_bytes(gzip.compress(text.encode()))
     else:
         (d / "metrics.jsonl").write_text(text)
-    (d / "eval.json").write_text(json.dumps({"avg@32": avg, "pass@32": pass_k, "k": 32, "entropy": 0.05}))
+    (d / "eval.json").write_text(json.dumps({"avg@32": avg, "pass@32": pass_k, "k": 32, "entropy": avg / 10}))
     (d / "run_config.json").write_text(json.dumps({"method": method, "seed": seed}))
     if done:
         (d / DONE_FILE).write_text(json.dumps({"wall_s": 1.0}))
@@ -113,7 +113,8 @@ def test_analysis_on_synthetic_cells_hand_derived(tmp_path: Path) -> None:
     grid = _grid(tmp_path)
     flat = [0.2] * 9 + [0.3]  # 10 steps: final H = the last 10 % = the last step
     _cell(grid, "grpo", 0, flat, None, avg=0.40, pass_k=0.60)
-    _cell(grid, "grpo", 1, flat[:-1] + [0.1], None, avg=0.42, pass_k=0.56, gz=True)  # committed results are gzipped
+    _cell(grid, "grpo", 1, flat[:-1] + [0.1], None, avg=0.42, pass_k=0.56, gz=True,  # committed results: gzipped
+          key="actor/entropy")  # a run without the step controller's metric: verl's name is read
     # target 0.1, band [0.09, 0.11]: crossing at step 3, tail [0.1, 0.1, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1]: 7 of 8
     _cell(grid, "entrocraft_t05", 0, [0.2, 0.15, 0.1, 0.1, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1], 0.1, avg=0.30,
           pass_k=0.80)
@@ -128,7 +129,8 @@ def test_analysis_on_synthetic_cells_hand_derived(tmp_path: Path) -> None:
     g = results["methods"]["grpo"]["stats"]
     assert g["pass@1"]["mean"] == pytest.approx(0.41) and g["pass@1"]["std"] == pytest.approx(0.0141421, abs=1e-6)
     assert g["pass@k"]["mean"] == pytest.approx(0.58)
-    assert g["final_entropy"]["values"] == pytest.approx([0.3, 0.1])  # mean 0.2, sample std 0.141421
+    assert g["final_batch_entropy"]["values"] == pytest.approx([0.3, 0.1])  # mean 0.2, sample std 0.141421
+    assert g["final_entropy"]["values"] == pytest.approx([0.040, 0.042])  # eval.json's held-out entropy
     assert g["target"] is None and g["band_fraction"] is None
     e = results["methods"]["entrocraft_t05"]
     assert (e["family"], e["target_spec"]) == ("entrocraft", "0.5x")
@@ -139,10 +141,10 @@ def test_analysis_on_synthetic_cells_hand_derived(tmp_path: Path) -> None:
 
     md = frontier_markdown(results)
     assert "# Frontier: 4 of 8 cells finished" in md
-    assert "| grpo | grpo | - | 2/2 | 41.0 ± 1.4 | 58.0 ± 2.8 | 0.200 ± 0.141 | - | - |" in md
-    assert "| entrocraft_t05 | entrocraft | 0.5x | 2/2 | 32.0 ± 2.8 | 78.0 ± 2.8 | 0.100 ± 0.000 | 0.100 ± 0.000 | " \
-           "93.8 ± 8.8 |" in md
-    assert "| entropy_bonus_t05 | entropy_bonus | 0.5x | 0/2 | - | - | - | - | - |" in md
+    assert "| grpo | grpo | - | 2/2 | 41.0 ± 1.4 | 58.0 ± 2.8 | 0.041 ± 0.001 | 0.200 ± 0.141 | - | - |" in md
+    assert "| entrocraft_t05 | entrocraft | 0.5x | 2/2 | 32.0 ± 2.8 | 78.0 ± 2.8 | 0.032 ± 0.003 | 0.100 ± 0.000 | " \
+           "0.100 ± 0.000 | 93.8 ± 8.8 |" in md
+    assert "| entropy_bonus_t05 | entropy_bonus | 0.5x | 0/2 | - | - | - | - | - | - |" in md
     assert "Missing cells (not finished): entrocraft_t07/seed0, entropy_bonus_t05/seed0" in md
 
     written = write_frontier(grid)

@@ -8,10 +8,13 @@ Per grid method (mean ± sample std over its finished seeds; the definitions are
 
 - **pass@1**: held-out ``avg@k`` of ``eval.json`` (k samples per held-out prompt at the training temperature);
   **pass@k**: held-out ``pass@k`` of ``eval.json`` (k = 32 in the grid).
-- **final H**: mean training-batch token-mean entropy (``actor/entropy``) over the last ``FINAL_FRACTION`` of
+- **final H**: the held-out sampling entropy of the final evaluation (``eval.json`` ``entropy``: the same prompts
+  and sampling for every method, so comparable across them; DAPO's batch entropy covers kept groups only).
+- **final batch H**: mean training-batch token-mean entropy (``control/batch_entropy``, the signal the
+  controllers act on and resolve their target from; else ``actor/entropy``) over the last ``FINAL_FRACTION`` of
   the logged steps.
 - **target**: the absolute target the run resolved (``control/target_entropy``; ``-`` for methods without one).
-- **band fraction**: from the first crossing (the first step inside ``target (1 ± band)`` or past the target
+- **band fraction** (of the batch entropy): from the first crossing (the first step inside ``target (1 ± band)`` or past the target
   from where the run started) to the end, the fraction of steps inside the band.
 - **missing**: every (method, seed) of the grid without ``compare_done.json``; partial grids are reported as such.
 
@@ -38,11 +41,11 @@ from stare_rl.control.target import parse_target
 from stare_rl.io.runlog import write_text_atomic
 
 FINAL_FRACTION = 0.1  # final H: the last 10 % of the logged steps (100 of the grid's 1000)
-ENTROPY_KEYS = ("actor/entropy", "control/batch_entropy")  # the same measurement for every method
+ENTROPY_KEYS = ("control/batch_entropy", "actor/entropy")  # what the controllers see; else verl's metric
 TARGET_KEY = "control/target_entropy"
 _FAMILY = re.compile(r"^(?P<family>.+)_t(?P<digits>\d+)$")
-COLUMNS = (("pass@1", "held-out pass@1"), ("pass@k", "held-out pass@k"), ("final_entropy", "final H"),
-           ("target", "target H"), ("band_fraction", "band fraction"))
+COLUMNS = (("pass@1", "held-out pass@1"), ("pass@k", "held-out pass@k"), ("final_entropy", "final H (held-out)"),
+           ("final_batch_entropy", "final batch H"), ("target", "target H"), ("band_fraction", "band fraction"))
 
 
 def family_of(grid: Grid, method: str) -> tuple[str, str | None]:
@@ -81,7 +84,8 @@ def cell_values(run_dir: Path, band: float) -> dict[str, float | None]:
     return {
         "pass@1": run.eval.get(avg_keys[0]) if avg_keys else None,
         "pass@k": run.eval.get(k_keys[-1]) if k_keys else None,
-        "final_entropy": sum(entropy[-n_final:]) / n_final if entropy else None,
+        "final_entropy": run.eval.get("entropy"),
+        "final_batch_entropy": sum(entropy[-n_final:]) / n_final if entropy else None,
         "target": target,
         "band_fraction": band_fraction(entropy, target, band) if target is not None else None,
     }
@@ -116,17 +120,18 @@ def _fmt(s: dict[str, Any] | None, digits: int = 3, pct: bool = False) -> str:
 
 def frontier_markdown(results: dict[str, Any]) -> str:
     """The table (percent for accuracies and band fraction) and the list of missing cells."""
-    head = ("| method | family | target | seeds | held-out pass@1 % | held-out pass@k % | final H | target H "
-            "(resolved) | band fraction % |")
+    head = ("| method | family | target | seeds | held-out pass@1 % | held-out pass@k % | final H (held-out) | "
+            "final batch H | target H (resolved) | band fraction % |")
     lines = [f"# Frontier: {results['n_done']} of {results['n_cells']} cells finished", "",
              "mean ± sample std over the finished seeds; definitions in docs/compare.md, \"Frontier "
              f"(pre-registered)\"; band ±{results['band'] * 100:.0f} % of the resolved target.", "", head,
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, m in results["methods"].items():
         st = m["stats"]
         lines.append(f"| {name} | {m['family']} | {m['target_spec'] or '-'} | {len(m['seeds'])}/"
                      f"{len(results['expected_seeds'])} | {_fmt(st['pass@1'], pct=True)} | {_fmt(st['pass@k'], pct=True)}"
-                     f" | {_fmt(st['final_entropy'])} | {_fmt(st['target'])} | {_fmt(st['band_fraction'], pct=True)} |")
+                     f" | {_fmt(st['final_entropy'])} | {_fmt(st['final_batch_entropy'])} | {_fmt(st['target'])} | "
+                     f"{_fmt(st['band_fraction'], pct=True)} |")
     lines += ["", "Missing cells (not finished): " + (", ".join(results["missing"]) if results["missing"] else "none")]
     return "\n".join(lines) + "\n"
 
