@@ -48,7 +48,7 @@ def test_gate_is_on_strictly_below_target() -> None:
 def test_gate_state_round_trips_through_json() -> None:
     gate = StareGate(0.4)
     step(gate, 0.5)
-    restored = StareGate()
+    restored = StareGate(0.4)  # same settings (another target is refused: tests/control/test_resume_rule.py)
     restored.load_state_dict(json.loads(json.dumps(gate.state_dict())))
     assert restored.state_dict() == gate.state_dict() and restored.gate_on is False
 
@@ -84,7 +84,7 @@ def test_schedule_resume_continues_exactly() -> None:
     first = StareWeightSchedule.from_config(cfg)
     for h in entropies[:4]:
         step(first, h)
-    resumed = StareWeightSchedule()  # different defaults: everything must come from the state
+    resumed = StareWeightSchedule.from_config(cfg)  # W and M must come from the state
     resumed.load_state_dict(json.loads(json.dumps(first.state_dict())))
     for h in entropies[4:]:
         step(resumed, h)
@@ -118,7 +118,7 @@ def test_adaptive_entropy_coef_trajectory_bounds_and_resume() -> None:
     assert ctl.coef == 0.0
     assert ctl.context() == {"entropy_coef": 0.0}
     assert ctl.metrics() == {"entropy_coef": 0.0, "target_entropy": 0.3}
-    other = AdaptiveEntropyCoef()
+    other = AdaptiveEntropyCoef(target_entropy=0.3, step=0.002, coef_min=0.0, coef_max=0.005, init=0.001)
     other.load_state_dict(ctl.state_dict())
     assert step(other, 0.2) == step(ctl, 0.2)
     with pytest.raises(ValueError, match="init=0.5"):

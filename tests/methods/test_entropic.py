@@ -91,7 +91,7 @@ def test_state_round_trip_is_exact() -> None:
     for t, h in enumerate([0.9, 0.6, 0.4, 0.1]):
         a.update(_obs(h, t))
     state = json.loads(json.dumps(a.state_dict()))  # JSON-able plain values
-    b = EntroPICController(0.1, 1.0, 0.01)
+    b = EntroPICController(0.2, 0.8, 0.05, alpha_max=0.7)  # same settings: the saved ones define the state
     b.load_state_dict(state)
     assert b.state_dict() == a.state_dict()
     for t, h in enumerate([0.3, 0.25, 0.0, 1.5], start=4):

@@ -182,3 +182,39 @@ def test_tiny_model_shape() -> None:
     assert model.get_input_embeddings().weight.data_ptr() == model.get_output_embeddings().weight.data_ptr()
     with pytest.raises(ValueError, match="num_heads"):
         build_tiny_model(tok, hidden_size=130, num_heads=4)
+
+
+def test_newline_is_a_real_token_and_the_warm_start_vocabulary_is_unchanged() -> None:
+    """#23 item 5: "\\n" round-trips (verl's agent loop checks that it is one token), appended after the alphabet
+    so every other id is as before; the warm start keeps the vocabulary its cached models were built with."""
+    from stare_rl.models.tokenizer import WARMSTART_NEWLINE
+
+    alphabet = get_task("arithmetic").alphabet
+    tok, legacy = build_char_tokenizer(alphabet), build_char_tokenizer(alphabet, newline=WARMSTART_NEWLINE)
+    ids = tok.encode("1\n2", add_special_tokens=False)
+    assert tok.decode(ids) == "1\n2" and len(tok.encode("\n", add_special_tokens=False)) == 1
+    newline = tok.convert_ids_to_tokens(len(tok) - 1)  # byte-level spelling, as Qwen2's tokenizer class reads it
+    assert len(tok) == len(legacy) + 1 and newline == "\u010a"
+    assert {t: i for t, i in tok.get_vocab().items() if t != newline} == legacy.get_vocab()
+    # the cached vocabulary: the 4 specials + the alphabet, a newline is one <unk> per character
+    assert len(legacy) == 4 + len(alphabet) and not WARMSTART_NEWLINE
+    assert legacy.encode("1\n\n2", add_special_tokens=False) == [legacy.convert_tokens_to_ids(c) for c in "1"] + [
+        legacy.unk_token_id] * 2 + [legacy.convert_tokens_to_ids("2")]
+    text = "12+34=46"
+    assert tok.encode(text) == legacy.encode(text)  # nothing a task encodes changes
+
+
+def test_newline_tokenizer_reloads_identically_in_a_qwen2_model_directory(tmp_path) -> None:
+    """AutoTokenizer loads a Qwen2 model directory's tokenizer as Qwen2Tokenizer (byte-level BPE rebuilt from the
+    saved vocabulary): the newline, the space and every character keep their ids (verl loads it that way)."""
+    from transformers import AutoTokenizer
+
+    from stare_rl.models.tiny import build_tiny_model
+
+    tok = build_char_tokenizer(get_task("calc_tool").alphabet)
+    build_tiny_model(tok, hidden_size=8, num_layers=1, num_heads=1).save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    again = AutoTokenizer.from_pretrained(tmp_path)
+    for text in ("\n", "1\n2+3=", "ab c=1", "1 \n\n 2"):
+        ids = tok.encode(text, add_special_tokens=False)
+        assert again.encode(text, add_special_tokens=False) == ids and again.decode(ids) == text

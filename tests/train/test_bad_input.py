@@ -139,7 +139,7 @@ CASES = [
      "dataset='{unparsable}': math-verify cannot parse the answer of line 6 (line 6: '+=')"),
     (["--dataset", "{tiny_data}", "--reward", "task"], "dataset has 3 row(s): too few to hold out an evaluation split"),
     (["--model", "{model_small_vocab}", "--dataset", "{arith}"],
-     "the tokenizer has 16 tokens but the model's embedding has 8 rows"),
+     "the tokenizer has 17 tokens but the model's embedding has 8 rows"),
     # names, files, settings (one table for every bad input)
     (["--method", "nope"], "method='nope' is not registered"),
     (["--learning_rat", "1e-4"], "unknown field 'learning_rat'"),

@@ -130,6 +130,33 @@ def test_warmstart_fields_reach_the_warm_start_and_grpo_seeds_share_it(
 
 
 @pytest.mark.slow
+def test_the_warm_start_cache_follows_xdg_and_stare_rl_cache_and_cache_dir_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --cache_dir: the warm start is cached under $XDG_CACHE_HOME/stare-rl, or $STARE_RL_CACHE when set;
+    --cache_dir beats both (stare_rl.io.cache). The later runs find a copy of the first one's entry (a cache hit
+    in the directory the rule names, no second warm start)."""
+    import shutil
+
+    common = ["--tiny_hidden_size", "16", "--tiny_num_layers", "1", "--warmstart_max_steps", "1", "--max_steps", "1",
+              "--per_device_train_batch_size", "8", "--num_generations", "4", "--train_size", "16",
+              "--final_eval", "false", "--disable_tqdm", "true"]
+    monkeypatch.delenv("STARE_RL_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert train.main([*common, "--output_dir", str(tmp_path / "run0")]) == 0
+    assert f"cached in {tmp_path / 'xdg' / 'stare-rl'}" in capsys.readouterr().out
+    (entry,) = (tmp_path / "xdg" / "stare-rl").iterdir()
+    assert entry.name.startswith("arithmetic-")
+    for name in ("override", "given"):
+        shutil.copytree(entry, tmp_path / name / entry.name)
+    monkeypatch.setenv("STARE_RL_CACHE", str(tmp_path / "override"))
+    assert train.main([*common, "--output_dir", str(tmp_path / "run1")]) == 0
+    assert f"warm start: {tmp_path / 'override' / entry.name}\n" in capsys.readouterr().out
+    assert train.main([*common, "--cache_dir", str(tmp_path / "given"), "--output_dir", str(tmp_path / "run2")]) == 0
+    assert f"warm start: {tmp_path / 'given' / entry.name}\n" in capsys.readouterr().out
+
+
+@pytest.mark.slow
 def test_tiny_shape_fields_key_the_warm_start_and_auto_weight_control_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

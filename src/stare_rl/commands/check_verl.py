@@ -17,7 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="stare check-verl",
         description="Check that verl loads the stare-rl plugin the way its workers do: installed entry point, "
         "VERL_USE_EXTERNAL_PLUGINS, the plugin import, verl's policy-loss registry after a bare `import verl` "
-        "in a fresh interpreter, and the exact entry point stare_rl.engines.verl.main.",
+        "in a fresh interpreter, a worker's model start-up there (verl's FSDP engine import and its "
+        "apply_monkey_patch on a tiny model), and the exact entry point stare_rl.engines.verl.main.",
     )
     p.add_argument("--json", action="store_true", help="Print the report as JSON.")
     return p
@@ -31,7 +32,8 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps({"ok": report.ok, "problems": report.problems, "versions": report.versions,
                           "entry_point": report.entry_point, "plugin_policy": report.plugin_policy,
-                          "registered": report.registered, "missing": report.missing}, indent=2))
+                          "registered": report.registered, "missing": report.missing,
+                          "worker_error": report.worker_error}, indent=2))
     else:
         print(report.format())
     if not report.ok:

@@ -30,7 +30,9 @@ def _parser() -> argparse.ArgumentParser:
                    "'tiny-random': the same architecture, random init (use with --advantages random); or a local "
                    "Hugging Face causal-LM directory")
     p.add_argument("--task", default="arithmetic", help="embedded task supplying prompts and rewards")
-    p.add_argument("--cache-dir", default="~/.cache/stare-rl", help="warm-start cache (for --model tiny)")
+    p.add_argument("--cache-dir", default=None,
+                   help="warm-start cache (for --model tiny); default: $STARE_RL_CACHE, else $XDG_CACHE_HOME/stare-rl, "
+                   "else ~/.cache/stare-rl")
     p.add_argument("--prompts", type=int, default=16, help="prompts in the batch")
     p.add_argument("--group", type=int, default=8, help="responses per prompt (GRPO group)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="default: the task's longest answer + 2")
@@ -57,15 +59,16 @@ def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
 
     if args.model == "tiny-random":
         from stare_rl.models.tiny import build_tiny_model
-        from stare_rl.models.tokenizer import build_char_tokenizer
+        from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
 
-        tok = build_char_tokenizer(task.alphabet)
+        tok = build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE)  # the vocabulary of `--model tiny`
         return build_tiny_model(tok, seed=args.seed), tok, "tiny-random"
     path = Path(args.model).expanduser()
     if args.model == "tiny":
+        from stare_rl.io.cache import cache_dir
         from stare_rl.train.warmstart import warm_start
 
-        path = warm_start(args.task, Path(args.cache_dir).expanduser())
+        path = warm_start(args.task, cache_dir(args.cache_dir))
     if not path.is_dir():
         raise ValueError(f"--model={args.model!r}: no such directory")
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)

@@ -40,6 +40,7 @@ from stare_rl.compare.grid import (
     results_table,
     run_metrics,
 )
+from stare_rl.io.cache import cache_dir
 from stare_rl.io.process import PARENT_PID_ENV
 from stare_rl.io.runlog import write_text_atomic
 
@@ -103,7 +104,7 @@ def _starting_model(plan: Any) -> str:
     # the grid's torch_threads, as stare train applies it: the same thread count gives the same cached bits, and
     # torch's default (every core) thrashes beside the cells of another grid on a small machine
     with torch_threads(ta.torch_threads):
-        return str(warm_start(ta.task, Path(ta.cache_dir).expanduser(), **{"seed": 0, **kwargs}))
+        return str(warm_start(ta.task, cache_dir(ta.cache_dir), **{"seed": 0, **kwargs}))
 
 
 def _warm_starts(plans: dict[str, Any]) -> None:
@@ -111,9 +112,9 @@ def _warm_starts(plans: dict[str, Any]) -> None:
     done = set()
     for plan in plans.values():
         ta = plan.task_args
-        key = (ta.task, ta.cache_dir, repr(getattr(plan, "warmstart", None)))
+        key = (ta.task, cache_dir(ta.cache_dir), repr(getattr(plan, "warmstart", None)))
         if ta.model == "tiny" and key not in done:
-            print(f"warm start: tiny model on {ta.task} (cached in {ta.cache_dir})", flush=True)
+            print(f"warm start: tiny model on {ta.task} (cached in {key[1]})", flush=True)
             print(f"  -> {_starting_model(plan)}", flush=True)
             done.add(key)
 

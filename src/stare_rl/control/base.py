@@ -5,7 +5,8 @@
 Method-owned controllers live in their method's package (STARE's gate and schedule:
 :mod:`stare_rl.methods.stare.gate`). Each implements :class:`Controller`: ``update(StepObservation)``, ``context()`` (merged into
 ``LossContext.stats``), ``metrics()``, and ``state_dict()`` / ``load_state_dict()`` (plain floats and bools,
-so a resumed run continues exactly). A method declares the controllers it owns at registration;
+so a resumed run continues exactly), and declares its state-defining ``settings`` (see :class:`Controller`).
+A method declares the controllers it owns at registration;
 :class:`stare_rl.control.step.StepController` drives them. This module is the bottom layer: it imports
 nothing from ``methods/`` or ``engines/``.
 """
@@ -13,13 +14,13 @@ nothing from ``methods/`` or ``engines/``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import torch
 
-from stare_rl.control.target import EntropyTarget, start_entropy_of
+from stare_rl.control.target import EntropyTarget, setting_value, start_entropy_of
 from stare_rl.core.types import TokenBatch
 
 
@@ -52,7 +53,15 @@ class Controller(Protocol):
     method's name: ``memoryless = True`` says that its outputs depend on the current observation only (no
     history, no step count), so an engine without per-step driver state (verl's plugin-only path) may update
     it from a micro-batch estimate of the batch entropy. Absent means False.
+
+    ``settings`` declares the controller's *state-defining* settings: ``{state_dict key: the config field that
+    sets it}``. Its saved state is only meaningful under those values, so a resumed run whose requested value
+    differs is refused (:func:`setting_differences`, one rule for every controller; docs/train.md "Resuming").
+    ``load_state_dict`` restores the dynamic state only, after checking the settings with :func:`require_same_settings`.
+    An optional ``upgrade_state(state) -> state`` (a static method) rewrites a state saved in an older layout.
     """
+
+    settings: ClassVar[Mapping[str, str]]
 
     def update(self, obs: StepObservation) -> None: ...
 
@@ -79,6 +88,28 @@ def _check_non_negative(name: str, value: float) -> None:
         raise ValueError(f"{name}={value} must be a finite value >= 0")
 
 
+def setting_differences(controller: Any, saved: Mapping[str, Any]) -> list[str]:
+    """``"<field>: saved <a>, requested <b>"`` for each state-defining setting (``controller.settings``) whose value
+    in the saved state differs from ``controller``'s own (the requested one); empty when they all agree.
+
+    A setting that the saved state does not record (a checkpoint written before it was recorded) is not compared.
+    """
+    upgrade = getattr(controller, "upgrade_state", None)
+    saved = upgrade(dict(saved)) if upgrade is not None else saved
+    requested = controller.state_dict()
+    return [f"{field}: saved {setting_value(saved[key])!r}, requested {setting_value(requested[key])!r}"
+            for key, field in controller.settings.items()
+            if key in saved and setting_value(saved[key]) != setting_value(requested[key])]
+
+
+def require_same_settings(controller: Any, saved: Mapping[str, Any]) -> None:
+    """ValueError naming each state-defining setting whose saved value differs from the requested one."""
+    diffs = setting_differences(controller, saved)
+    if diffs:
+        raise ValueError(f"{type(controller).__name__} state was saved with other settings ({'; '.join(diffs)}); "
+                         "a resumed run keeps its settings: resume with the saved values or start a new run")
+
+
 def _sign(x: float) -> float:
     return float((x > 0) - (x < 0))
 
@@ -91,6 +122,12 @@ class AdaptiveEntropyCoef:
     baselines at the same target), init 0.001 (verl's historical fixed ``entropy_coeff``), step 5e-4, range
     [0, 0.01]. ``target_entropy`` may be relative to the start entropy (``"0.5x"``, :mod:`stare_rl.control.target`).
     """
+
+    settings: ClassVar[Mapping[str, str]] = {  # state key -> the stare train field (engines/trl/options.py)
+        "target_entropy": "bonus_target_entropy", "step": "bonus_step", "coef_min": "bonus_coef_min",
+        "coef_max": "bonus_coef_max", "init": "bonus_coef",
+    }
+    _DYNAMIC = ("coef",)
 
     def __init__(
         self,
@@ -109,7 +146,8 @@ class AdaptiveEntropyCoef:
         if not coef_min <= init <= coef_max:
             raise ValueError(f"init={init} must be in [coef_min={coef_min}, coef_max={coef_max}]")
         self.step = float(step)
-        self.coef_min, self.coef_max, self.coef = float(coef_min), float(coef_max), float(init)
+        self.coef_min, self.coef_max, self.init = float(coef_min), float(coef_max), float(init)
+        self.coef = self.init
 
     @property
     def target_entropy(self) -> float:
@@ -129,14 +167,14 @@ class AdaptiveEntropyCoef:
         return {"entropy_coef": self.coef, "target_entropy": self.target_entropy}
 
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {k: getattr(self, k) for k in ("step", "coef_min", "coef_max", "coef")}
+        state: dict[str, Any] = {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC) if k != "target_entropy"}
         state["target_entropy"] = self.target.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        require_same_settings(self, state)
         self.target.load_state_dict(state["target_entropy"])
-        for k in ("step", "coef_min", "coef_max", "coef"):
-            setattr(self, k, float(state[k]))
+        self.coef = float(state["coef"])
 
 
 def is_memoryless(controller: Any) -> bool:

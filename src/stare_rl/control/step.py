@@ -14,7 +14,10 @@ to :meth:`StepController.begin_step`, which
    update on that batch.
 
 Its state (the controllers') is saved next to an engine checkpoint as ``CONTROLLER_FILE`` and restored on
-resume. Nothing here names a method: every method-specific part comes from its :class:`MethodSpec`.
+resume. One resume rule for every controller: a checkpoint saved with another method, another set of controllers
+or another value of any controller's state-defining settings (``Controller.settings``) is refused, naming each
+field with its saved and requested values (:meth:`StepController.check_checkpoint`, called by every engine's resume
+path before any compute). Nothing here names a method: every method-specific part comes from its :class:`MethodSpec`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 
 import torch
 
-from stare_rl.control.base import Controller, StepObservation, global_token_mean
+from stare_rl.control.base import Controller, StepObservation, global_token_mean, setting_differences
 from stare_rl.core.registry import get_method
 from stare_rl.core.selection import gather_values
 from stare_rl.core.types import LossContext, TokenBatch
@@ -167,10 +170,39 @@ class StepController:
         return {name: ctrl.state_dict() for name, ctrl in self.controllers.items()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore the controllers saved under the same names (others keep their fresh state)."""
+        """Restore every controller from ``state`` (``{name: its state}``); ValueError, before anything is
+        restored, when the controllers or their state-defining settings differ (:meth:`resume_differences`)."""
+        diffs = self.resume_differences(state)
+        if diffs:
+            raise ValueError(f"controller state of other settings: {'; '.join(diffs)}")
         for name, ctrl in self.controllers.items():
-            if state.get(name) is not None:
-                ctrl.load_state_dict(state[name])
+            ctrl.load_state_dict(state[name])
+
+    def resume_differences(self, state: dict[str, Any], method: str | None = None) -> list[str]:
+        """What differs between saved controller ``state`` (and its ``method``, when given) and this run's
+        request: ``"<field>: saved <a>, requested <b>"`` per setting; empty when resuming is consistent."""
+        if method is not None and method != self.method:
+            return [f"method: saved {method!r}, requested {self.method!r}"]
+        if set(state) != set(self.controllers):  # e.g. weight_control or entropy_bonus changed
+            return [f"controllers: saved {sorted(state)}, requested {sorted(self.controllers)} (a setting that "
+                    "chooses them changed, e.g. weight_control or entropy_bonus)"]
+        return [f"{d} (controller {name!r})" for name, ctrl in self.controllers.items()
+                for d in setting_differences(ctrl, state[name])]
+
+    def check_checkpoint(self, checkpoint_dir: str | os.PathLike) -> None:
+        """Refuse (ValueError) to resume from ``checkpoint_dir`` when its saved controller state was made under
+        other settings than this run's; each differing field is named with both values. Nothing to check when
+        the checkpoint has no ``CONTROLLER_FILE``."""
+        path = Path(checkpoint_dir) / CONTROLLER_FILE
+        if not path.exists():
+            return
+        saved = read_json(path)
+        diffs = self.resume_differences(saved["controllers"], saved.get("method"))
+        if diffs:
+            raise ValueError(
+                f"resume from {checkpoint_dir}: this run's settings differ from the checkpoint's ({'; '.join(diffs)}). "
+                "The saved controller state only holds under the settings it was made with: resume with the saved "
+                "values, or start a new run in another output_dir")
 
     def save(self, checkpoint_dir: str | os.PathLike) -> Path:
         """Write ``CONTROLLER_FILE`` into ``checkpoint_dir`` atomically; returns its path."""
@@ -180,13 +212,15 @@ class StepController:
         return path
 
     def load(self, checkpoint_dir: str | os.PathLike) -> bool:
-        """Restore from ``checkpoint_dir/CONTROLLER_FILE``; False (with a warning if state is lost) when absent."""
+        """Restore from ``checkpoint_dir/CONTROLLER_FILE`` (after :meth:`check_checkpoint`); False (with a warning
+        if state is lost) when absent."""
         path = Path(checkpoint_dir) / CONTROLLER_FILE
         if not path.exists():
             if self.controllers:
                 logger.warning("%s has no %s: controllers %s start fresh", checkpoint_dir, CONTROLLER_FILE,
                                sorted(self.controllers))
             return False
+        self.check_checkpoint(checkpoint_dir)
         saved = read_json(path)
         self.load_state_dict(saved["controllers"])
         if saved.get("start_entropy") is not None:  # files written before relative targets have none

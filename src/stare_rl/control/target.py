@@ -137,10 +137,20 @@ class EntropyTarget:
         self.start_entropy = None if state["start_entropy"] is None else float(state["start_entropy"])
 
 
+def setting_value(value: Any) -> Any:
+    """The setting a saved controller value stands for: a target's saved state (:meth:`EntropyTarget.state_dict`)
+    compares by its spelling (``0.3``, ``"0.5x"``), since the resolved value and start entropy are state, not
+    settings; any other value is itself."""
+    if isinstance(value, dict) and "spec" in value:
+        return value["spec"]
+    return value
+
+
 def start_entropy_of(obs: Any) -> float:
     """The start entropy an observation carries (the step controller's first measurement), else its own entropy."""
     start = getattr(obs, "start_entropy", None)
     return float(obs.entropy) if start is None else float(start)
 
 
-__all__ = ["RELATIVE_SUFFIX", "EntropyTarget", "TargetSpec", "canonical_target", "parse_target", "start_entropy_of"]
+__all__ = ["RELATIVE_SUFFIX", "EntropyTarget", "TargetSpec", "canonical_target", "parse_target", "setting_value",
+           "start_entropy_of"]

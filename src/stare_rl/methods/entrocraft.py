@@ -29,12 +29,13 @@ this needs no reward in the loss, so both engines run it through the registry as
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
-from stare_rl.control.base import StepObservation, _check_entropy
+from stare_rl.control.base import StepObservation, _check_entropy, require_same_settings
 from stare_rl.control.target import EntropyTarget, canonical_target, start_entropy_of
 from stare_rl.core.metrics import control_metric
 from stare_rl.core.registry import MetricSpec, register_method
@@ -106,6 +107,11 @@ class EntrocraftBand:
     Not memoryless: the annealed band depends on the step, and a relative target on the start entropy.
     """
 
+    settings: ClassVar[Mapping[str, str]] = {  # state key -> the Entrocraft config field that sets it
+        "target_entropy": "target_entropy", "band": "band", "anneal": "anneal",
+        "anneal_end_fraction": "anneal_end_fraction", "anneal_steps": "anneal_steps",
+    }
+
     def __init__(self, cfg: EntrocraftConfig) -> None:
         self.cfg = cfg
         self.target = EntropyTarget(cfg.target_entropy)
@@ -135,10 +141,12 @@ class EntrocraftBand:
                 "entrocraft_centre": self.centre, "target_entropy": self.target.value_or_nan()}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"target_entropy": self.target.state_dict(), "mode": self.mode, "lower": self.lower,
+        config = {k: getattr(self.cfg, k) for k in self.settings if k != "target_entropy"}
+        return {"target_entropy": self.target.state_dict(), **config, "mode": self.mode, "lower": self.lower,
                 "upper": self.upper, "centre": self.centre, "entropy": self.entropy}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        require_same_settings(self, state)
         self.target.load_state_dict(state["target_entropy"])
         self.mode = int(state["mode"])
         self.lower, self.upper, self.centre = (float(state[k]) for k in ("lower", "upper", "centre"))

@@ -21,12 +21,13 @@ Controller state: :class:`EntroPICController` (declared with the method; its ``c
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
-from stare_rl.control.base import StepObservation
+from stare_rl.control.base import StepObservation, require_same_settings
 from stare_rl.control.target import EntropyTarget, canonical_target, start_entropy_of
 from stare_rl.core.metrics import control_metric
 from stare_rl.core.registry import MetricSpec, register_method
@@ -84,7 +85,11 @@ class EntroPICController:
     ``alpha`` is 0 before the first update.
     """
 
-    _STATE = ("kp", "ki", "alpha_max", "anti_windup", "integral", "alpha", "error", "entropy")
+    settings: ClassVar[Mapping[str, str]] = {  # state key -> the EntroPIC config field that sets it
+        "target_entropy": "target_entropy", "kp": "kp", "ki": "ki", "alpha_max": "alpha_max",
+        "anti_windup": "anti_windup",
+    }
+    _DYNAMIC = ("integral", "alpha", "error", "entropy")
 
     def __init__(
         self, target_entropy: float | str, kp: float, ki: float, alpha_max: float = 1.0, anti_windup: bool = True
@@ -133,15 +138,15 @@ class EntroPICController:
         }
 
     def state_dict(self) -> dict[str, Any]:
-        state = {k: getattr(self, k) for k in self._STATE}
+        state = {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC) if k != "target_entropy"}
         state["target_entropy"] = self.target.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        require_same_settings(self, state)
         self.target.load_state_dict(state["target_entropy"])
-        for k in ("kp", "ki", "alpha_max", "integral", "alpha"):
+        for k in ("integral", "alpha"):
             setattr(self, k, float(state[k]))
-        self.anti_windup = bool(state["anti_windup"])
         for k in ("error", "entropy"):
             setattr(self, k, None if state[k] is None else float(state[k]))
 

@@ -88,12 +88,13 @@ RESPONSE_SCHEMA: dict[str, Any] = {
 }
 
 
-def build_tool_tokenizer(alphabet: str, words: Iterable[str] = ()) -> Any:
+def build_tool_tokenizer(alphabet: str, words: Iterable[str] = (), *, newline: bool = True) -> Any:
     """The character tokenizer over ``alphabet`` plus the role markers and one token per entry of ``words``.
 
     Args:
         alphabet: every character prompts, tool results and answers may contain.
         words: tool names and argument names, each encoded as a single (non-special) token.
+        newline: whether ``"\n"`` is a token (see :func:`~stare_rl.models.tokenizer.build_char_tokenizer`).
 
     Returns:
         A ``PreTrainedTokenizerFast`` with :data:`CHAT_TEMPLATE` and :data:`RESPONSE_SCHEMA` set (both saved
@@ -101,7 +102,7 @@ def build_tool_tokenizer(alphabet: str, words: Iterable[str] = ()) -> Any:
     """
     from stare_rl.models.tokenizer import build_char_tokenizer
 
-    tokenizer = build_char_tokenizer(alphabet)
+    tokenizer = build_char_tokenizer(alphabet, newline=newline)
     tokenizer.add_special_tokens({"additional_special_tokens": list(ROLE_TOKENS)})
     words = [w for w in dict.fromkeys(words) if w]
     bad = [w for w in words if not w.replace("_", "").isalnum()]

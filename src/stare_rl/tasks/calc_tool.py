@@ -22,6 +22,7 @@ import random
 import re
 from typing import Any
 
+from stare_rl.models.tokenizer import WARMSTART_NEWLINE
 from stare_rl.models.tool_tokenizer import build_tool_tokenizer
 from stare_rl.tasks.base import Task, check_split_args, clean_completion, sample_distinct
 from stare_rl.tasks.tool_episodes import final_answer, tool_call
@@ -149,4 +150,4 @@ class CalcToolTask(Task):
 
     def build_tokenizer(self) -> Any:
         """The character tokenizer + role markers + the tool's name and argument name as single tokens."""
-        return build_tool_tokenizer(self.alphabet, (TOOL_NAME, ARG_NAME))
+        return build_tool_tokenizer(self.alphabet, (TOOL_NAME, ARG_NAME), newline=WARMSTART_NEWLINE)  # warm-started

@@ -76,8 +76,10 @@ class ModelTaskArgs:
         metadata={"help": "Also evaluate the starting policy the same way before training (eval_initial.json), "
                   "so a run prints its own before/after numbers."},
     )
-    cache_dir: str = field(
-        default="~/.cache/stare-rl", metadata={"help": "Where the warm-started tiny models are cached."}
+    cache_dir: str | None = field(
+        default=None,
+        metadata={"help": "Where the warm-started tiny models are cached. Default: $STARE_RL_CACHE, else "
+                  "$XDG_CACHE_HOME/stare-rl, else ~/.cache/stare-rl (stare_rl.io.cache)."},
     )
     torch_threads: int | None = field(
         default=None,

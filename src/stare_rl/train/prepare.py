@@ -61,6 +61,8 @@ def prepare(plan: Plan) -> Prepared:
     if ta.dataset is None and "max_completion_length" not in plan.explicit:
         grpo.max_completion_length = task.max_completion_chars + 1  # embedded task: answer + <eos>
     resume, restart = _resume_point(grpo)
+    if resume is not None:  # one rule for every controller: changed settings are refused (control/step.py)
+        grpo.loss_setup().step_controller().check_checkpoint(resume)
     model, tokenizer, max_positions = _model_for_checks(ta, task, grpo)
     train_rows, eval_rows, files, notes, warnings = _split_rows(ta, grpo.seed, task)
     if _is_tool_task(task, ta):  # TRL plays the episodes from chat prompts
@@ -161,9 +163,9 @@ def _model_for_checks(ta: ModelTaskArgs, task: Any, grpo: Any) -> tuple[Any, Any
     is built by the warm start later), else the loaded model."""
     if ta.model == "tiny":
         from stare_rl.models.tiny import TINY_MAX_POSITIONS
-        from stare_rl.models.tokenizer import build_char_tokenizer
+        from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
 
-        return None, build_char_tokenizer(task.alphabet), TINY_MAX_POSITIONS
+        return None, build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE), TINY_MAX_POSITIONS
     model, tokenizer = _load_model(ta.model, grpo.model_init_kwargs)
     rows = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > rows:  # more tokens than embedding rows: an index error at the first such token

@@ -112,11 +112,13 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
     model, tokenizer = prep.model, prep.tokenizer
     with torch_threads(ta.torch_threads):
         if ta.model == "tiny":
+            from stare_rl.io.cache import cache_dir
             from stare_rl.train.warmstart import warm_start
 
-            print(f"warm start: tiny model on {ta.task} (cached in {ta.cache_dir})", flush=True)
+            cache = cache_dir(ta.cache_dir)
+            print(f"warm start: tiny model on {ta.task} (cached in {cache})", flush=True)
             ws = plan.warmstart
-            path = warm_start(ta.task, Path(ta.cache_dir).expanduser(), seed=ws.warmstart_seed,
+            path = warm_start(ta.task, cache, seed=ws.warmstart_seed,
                               config=ws.warmstart_config())
             print(f"warm start: {path}", flush=True)
             model, tokenizer = _load_model(str(path), grpo.model_init_kwargs)

@@ -229,13 +229,13 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
     from trl import SFTConfig, SFTTrainer
 
     from stare_rl.models.tiny import build_tiny_model
-    from stare_rl.models.tokenizer import build_char_tokenizer
+    from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
     from stare_rl.tasks import is_tool_task
 
     start, cpu_start = time.perf_counter(), time.process_time()
     tool_task = is_tool_task(task)
     # A tool task brings its own tokenizer (chat template + tool-call tokens): models/tool_tokenizer.py.
-    tokenizer = task.build_tokenizer() if tool_task else build_char_tokenizer(task.alphabet)
+    tokenizer = task.build_tokenizer() if tool_task else build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE)
     model = build_tiny_model(tokenizer, config.hidden_size, config.num_layers, config.num_heads, seed=seed)
     # Small tasks may hold fewer train prompts than asked for: take them all, the first eval_rows held out.
     rows = task.make_split("train", config.train_rows + config.eval_rows, seed, allow_fewer=True)

@@ -20,6 +20,7 @@ def test_plugin_policy_follows_verls_rule() -> None:
 def test_check_passes_on_this_install_and_lists_every_method() -> None:
     report = C.check_verl(fresh=True, exact=False)  # a fresh interpreter: `import verl` as a worker does it
     assert report.ok, report.format()
+    assert report.worker_error is None and "worker start-up (fresh interpreter, apply_monkey_patch): ok" in report.format()
     assert report.entry_point == f"{C.ENTRY_POINT_NAME} = {C.ENTRY_POINT_VALUE}"
     assert report.registered == sorted(f"stare_rl.{m}" for m in list_methods()) == sorted(report.expected)
     assert report.versions["verl"].startswith("0.9") and "OK: verl will load stare-rl" in report.format()
@@ -59,8 +60,20 @@ def test_entry_point_fails_loudly_without_the_installed_plugin(monkeypatch: pyte
 def test_cli_check_verl(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from stare_rl.cli import main
 
-    monkeypatch.setattr(C, "fresh_registry", lambda: ([], "ImportError: boom"))  # the fresh run is tested above
+    monkeypatch.setattr(C, "fresh_probe", lambda: C.FreshProbe([], "ImportError: boom", None))  # the fresh run is tested above
     assert main(["check-verl"]) == 1
     out, err = capsys.readouterr()
     assert "a fresh `import verl` failed: ImportError: boom" in out and "problem(s)" in err
     assert "check-verl" in (main(["--help"]) == 0 and capsys.readouterr().out)
+
+
+@pytest.mark.slow  # a fresh Python process: seconds
+def test_worker_start_up_fails_loudly_without_the_trl_shim(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verl 0.9.1's apply_monkey_patch imports trl's removed value-head class (issue #23): without the plugin
+    (hence without its shim) the real worker start-up fails with that ImportError and check-verl says so."""
+    pytest.importorskip("trl")
+    monkeypatch.setenv(C.PLUGIN_POLICY_ENV, "none")  # verl loads no plugin: exactly verl + trl, no stare-rl
+    report = C.check_verl(fresh=True, exact=False)
+    assert report.worker_error is not None and "AutoModelForCausalLMWithValueHead" in report.worker_error
+    assert any("worker start-up" in p and "AutoModelForCausalLMWithValueHead" in p for p in report.problems)
+    # with the plugin loaded (the default policy) the same start-up passes: test_check_passes_on_this_install

@@ -392,6 +392,16 @@ def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(
     assert resumed.global_steps == 7 and resumed.actor_rollout_wg.loaded == [str(step_dir / "actor")]
     assert resumed.stare_rl.state_dict() == saved
 
+    # one resume rule: the driver refuses, before run_ppo starts any worker, a checkpoint of other settings
+    vm.check_resume(stare_config(tmp_path))  # same settings (resume_mode=auto finds global_step_7)
+    assert vm.resume_folder(stare_config(tmp_path).trainer) == str(step_dir)
+    changed = stare_config(tmp_path, **{"actor_rollout_ref.actor.policy_loss.stare_target_entropy": 0.45})
+    with pytest.raises(ValueError, match=r"target_entropy: saved 0\.3, requested 0\.45 \(controller 'gate'\)"):
+        vm.check_resume(changed)
+    with pytest.raises(ValueError, match=r"target_entropy: saved 0\.3, requested 0\.45"):
+        trainer_with_workers(changed, monkeypatch)[0]._load_checkpoint()  # and the trainer's own resume path
+    vm.check_resume(stare_config(tmp_path, **{"trainer.resume_mode": "disable"}))  # not resuming: nothing to check
+
     # resume_mode=resume_path reads the named folder; a folder without our file starts fresh, with a warning
     other = tmp_path / "elsewhere" / "global_step_3"
     other.mkdir(parents=True)

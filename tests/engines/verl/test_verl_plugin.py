@@ -69,15 +69,22 @@ def test_registry_after_bare_import_verl_in_fresh_process() -> None:
     assert {"stare", "steer", "high_entropy"} <= set(registry)
 
 
-def driver_state(gate_on: bool | None, **schedule: float) -> dict | None:
-    """What the entry point's trainer sends: its StepController's state_dict with the gate (and W/M) set."""
+def driver_state(gate_on: bool | None, method: str = "stare", **schedule: float) -> dict | None:
+    """What the entry point's trainer of ``method`` (default config) sends: its StepController's state_dict with
+    the gate set and, given ``reweight_w`` / ``reweight_m``, the §4.4 schedule's current W/M (moved from the
+    config's start). A method without controllers sends ``{}``: the workers refuse the state of other
+    controllers or settings (one resume rule, tests/control/test_resume_rule.py)."""
     if gate_on is None:
         return None
+    if method != "stare":
+        return {}
     gate = StareGate()
     gate.gate_on = gate_on
     state = {"gate": gate.state_dict()}
     if schedule:
-        state["schedule"] = StareWeightSchedule(**schedule).state_dict()
+        sch = StareWeightSchedule()
+        sch.reweight_w, sch.reweight_m = schedule["reweight_w"], schedule["reweight_m"]
+        state["schedule"] = sch.state_dict()
     return state
 
 
@@ -86,7 +93,7 @@ def test_registered_loss_equals_core(name: str) -> None:
     data = make_batch(seed=1)
     pl = V.StareRLPolicyLossConfig(**{f"{m}_selection_scope": "batch" for m in ("stare", "steer", "kl_cov")})
     cfg = actor_config(pl)
-    state = V.StepState(controllers=driver_state(True), entropy=data["entropy"], old_entropy=data["old_entropy"])
+    state = V.StepState(controllers=driver_state(True, name), entropy=data["entropy"], old_entropy=data["old_entropy"])
     torch.manual_seed(0)
     with V.step_state(state):
         loss, metrics = call(f"stare_rl.{name}", data, cfg)
@@ -175,9 +182,10 @@ def test_plugin_only_gate_from_old_surprisal(shift: float, gate_on: bool) -> Non
 def test_step_state_gate_unless_surprisal_is_asked_and_schedule_weights() -> None:
     data = make_batch(seed=7)
     data["old_log_prob"] = data["old_log_prob"] - 10.0  # mean surprisal ~11 nats: the estimate says "off"
-    state = V.StepState(controllers=driver_state(True, reweight_w=1.3, reweight_m=0.7))
     batch = TokenBatch(data["log_prob"], data["old_log_prob"], data["advantages"], data["response_mask"])
     for gate, control, expected in [("auto", "paper", True), ("exact", "fixed", True), ("surprisal", "paper", False)]:
+        wm_state = {"reweight_w": 1.3, "reweight_m": 0.7} if control == "paper" else {}  # fixed: no schedule
+        state = V.StepState(controllers=driver_state(True, **wm_state))
         pl = V.StareRLPolicyLossConfig(stare_gate=gate, stare_weight_control=control, stare_top_p_ratio=0.5)
         with V.step_state(state):
             loss, metrics = call("stare", data, actor_config(pl))
@@ -245,7 +253,7 @@ def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
                                                              layout=torch.jagged)},
                     batch_size=[4])
     tu.assign_non_tensor(td, dp_size=1, batch_num_tokens=None, global_batch_size=None,
-                         **{V.STATE_KEY: driver_state(False)})
+                         **{V.STATE_KEY: driver_state(False, "steer")})
 
     def model_layout(x: torch.Tensor) -> torch.Tensor:  # verl's unpadded full-sequence output, shifted by one
         rows = [torch.cat([x.new_zeros(prompt_len - 1), x[i, : int(n)], x.new_zeros(1)]) for i, n in enumerate(lengths)]
@@ -262,6 +270,9 @@ def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
     torch.testing.assert_close(loss, aggregate(steer.token_loss, batch.mask, "token-mean") - entropy_term)
     # the step state's gate wins over the plugin-only estimate (which would be on with a target of 10 nats)
     cfg = actor_config(V.StareRLPolicyLossConfig(loss_mode="stare", stare_target_entropy=10.0, stare_top_p_ratio=0.5))
+    gate = StareGate(10.0)  # the driver of this config: same target, its gate measured off
+    gate.gate_on = False
+    tu.assign_non_tensor(td, **{V.STATE_KEY: {"gate": gate.state_dict()}})
     loss, metrics = V.exact_ppo_loss(cfg, out, td)
     assert metrics["loss/gate_on"].values == [0.0]
     stare = compute_loss("stare", batch, V.method_config("stare", cfg.policy_loss), V.surrogate_config(cfg, "token-mean"),

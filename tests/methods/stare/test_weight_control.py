@@ -152,9 +152,9 @@ def test_state_round_trip_is_exact():
 def test_state_of_other_settings_is_rejected():
     ctrl = AutoWeightController(TARGET, AutoWeightConfig(auto_kp=4.0))
     other = AutoWeightController(TARGET)
-    with pytest.raises(ValueError, match="kp=4.0"):
+    with pytest.raises(ValueError, match="auto_kp: saved 4.0, requested 16.0"):
         other.load_state_dict(ctrl.state_dict())
-    with pytest.raises(ValueError, match="target_entropy=0.2"):
+    with pytest.raises(ValueError, match="target_entropy: saved 0.3, requested 0.2"):
         AutoWeightController(0.2).load_state_dict(other.state_dict())
 
 

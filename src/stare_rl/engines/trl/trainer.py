@@ -446,6 +446,18 @@ class StareGRPOTrainer(GRPOTrainer):
             shutil.rmtree(checkpoint, ignore_errors=True)
             raise CheckpointWriteError(checkpoint, RunLayout(run_dir).last_checkpoint(), err) from err
 
+    def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any) -> Any:
+        """HF's ``train``; resuming, it first refuses a checkpoint whose controller settings differ from this run's
+        (``StepController.check_checkpoint``: method, controllers, every state-defining setting), before any step."""
+        checkpoint = resume_from_checkpoint
+        if checkpoint is True:  # HF's "the last checkpoint in output_dir"
+            from transformers.trainer_utils import get_last_checkpoint
+
+            checkpoint = get_last_checkpoint(self.args.output_dir)  # None: HF raises its own error below
+        if checkpoint:
+            self.step_control.check_checkpoint(checkpoint)
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
     def _load_optimizer_and_scheduler(self, checkpoint):  # type: ignore[override]
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None:

@@ -9,7 +9,9 @@ module repeats verl's steps and says which one fails:
 2. ``VERL_USE_EXTERNAL_PLUGINS`` lets verl load it (``auto``, or a list naming ``stare_rl``);
 3. ``entry_point.load()`` succeeds (the error verl hides is shown);
 4. after a bare ``import verl`` (a fresh interpreter, as a worker starts) verl's policy-loss registry holds
-   ``stare_rl.<method>`` for every registered method;
+   ``stare_rl.<method>`` for every registered method, and, in that interpreter, a worker's model start-up
+   succeeds: the FSDP engine module imports and verl's real ``apply_monkey_patch`` runs on a tiny Llama and
+   Qwen2 (this is where verl 0.9.1 imports trl's value-head class, see :mod:`stare_rl.engines.verl.compat`);
 5. the exact entry point ``stare_rl.engines.verl.main`` imports (the STARE/STEER recipes run through it).
 
 ``stare check-verl`` prints the report; the exact entry point (``engines.verl.main``) calls :func:`require_plugin` (steps 1-4 in process)
@@ -46,6 +48,7 @@ class VerlCheck:
     expected: list[str] = field(default_factory=list)     # stare_rl.<method> for every core method
     registered: list[str] = field(default_factory=list)   # stare-rl names in verl's registry after import verl
     registry_error: str | None = None         # the fresh `import verl` itself failed
+    worker_error: str | None = None           # a worker's model start-up (verl's monkey patches) failed
     exact_entry_point: str | None = None      # None = imports; else the error
 
     @property
@@ -70,6 +73,9 @@ class VerlCheck:
             out.append(f"a fresh `import verl` failed: {self.registry_error}")
         elif self.missing:
             out.append(f"after `import verl`, verl's policy-loss registry lacks {self.missing}")
+        if self.worker_error:
+            out.append("verl's worker start-up (import of the FSDP engine, apply_monkey_patch on a tiny model) "
+                       f"failed: {self.worker_error}")
         if self.exact_entry_point:
             out.append("the exact entry point stare_rl.engines.verl.main (STARE/STEER recipes) does not import: "
                        f"{self.exact_entry_point}")
@@ -88,6 +94,8 @@ class VerlCheck:
                   f"registered after `import verl`: {len(set(self.expected) & set(self.registered))}/"
                   f"{len(self.expected)} stare-rl methods"]
         lines += [f"  {name}" for name in self.registered]
+        lines.append(f"worker start-up (fresh interpreter, apply_monkey_patch): "
+                     f"{'-' if self.registry_error else (self.worker_error or 'ok')}")
         lines.append(f"exact entry point (stare_rl.engines.verl.main): {self.exact_entry_point or 'ok'}")
         lines += ["", "OK: verl will load stare-rl in every process." if self.ok else "PROBLEMS:"]
         lines += [f"  - {p}" for p in self.problems]
@@ -134,20 +142,46 @@ def _load_error(ep: metadata.EntryPoint | None) -> str | None:
     return None
 
 
-_REGISTRY_PROBE = (
-    "import json, verl\n"
+# What a verl worker does at start-up, in a fresh interpreter: `import verl` (plugins load), import the FSDP
+# engine module the actor/critic/ref workers build their model with, then run its `apply_monkey_patch` on a tiny
+# model of each architecture the tiny models use (verl 0.9.1 imports trl's value-head class there: issue #23).
+_FRESH_PROBE = (
+    "import json, traceback, verl\n"
     "from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY as R\n"
-    f"print(json.dumps(sorted(k for k in R if k.startswith({NAME_PREFIX!r}))))\n"
+    f"print(json.dumps(sorted(k for k in R if k.startswith({NAME_PREFIX!r}))), flush=True)\n"
+    "err = None\n"
+    "try:\n"
+    "    import verl.workers.engine.fsdp.transformer_impl\n"
+    "    from verl.models.transformers.monkey_patch import apply_monkey_patch\n"
+    "    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM\n"
+    "    kw = dict(vocab_size=32, hidden_size=8, intermediate_size=16, num_hidden_layers=1,\n"
+    "              num_attention_heads=2, num_key_value_heads=1)\n"
+    "    for cls, cfg in ((LlamaForCausalLM, LlamaConfig), (Qwen2ForCausalLM, Qwen2Config)):\n"
+    "        apply_monkey_patch(model=cls(cfg(**kw)), use_remove_padding=True, ulysses_sp_size=1)\n"
+    "except Exception as e:\n"
+    "    err = ''.join(traceback.format_exception_only(type(e), e)).strip()\n"
+    "print(json.dumps(err))\n"
 )
 
 
-def fresh_registry(timeout_s: float = 300.0) -> tuple[list[str], str | None]:
-    """stare-rl names in verl's registry after a bare ``import verl`` in a new interpreter, or the error."""
-    proc = subprocess.run([sys.executable, "-c", _REGISTRY_PROBE], capture_output=True, text=True,
+@dataclass(frozen=True)
+class FreshProbe:
+    """What a fresh interpreter saw: stare-rl names in verl's registry, and the errors (None = fine)."""
+
+    registered: list[str]
+    registry_error: str | None
+    worker_error: str | None
+
+
+def fresh_probe(timeout_s: float = 300.0) -> FreshProbe:
+    """A bare ``import verl`` in a new interpreter (registry), then a worker's model start-up (monkey patches)."""
+    proc = subprocess.run([sys.executable, "-c", _FRESH_PROBE], capture_output=True, text=True,
                           timeout=timeout_s, env=os.environ.copy())
-    if proc.returncode != 0:
-        return [], (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-    return json.loads(proc.stdout.strip().splitlines()[-1]), None
+    lines = [ln for ln in proc.stdout.strip().splitlines() if ln.startswith(("[", "null", '"'))]
+    if proc.returncode != 0 or len(lines) < 2:
+        error = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        return FreshProbe([], error, None)
+    return FreshProbe(json.loads(lines[0]), None, json.loads(lines[-1]))
 
 
 EXACT_ENTRY_POINT = "stare_rl.engines.verl.main"
@@ -173,7 +207,9 @@ def check_verl(*, fresh: bool = True, exact: bool = True) -> VerlCheck:
     report.load_error = _load_error(ep)
     report.expected = _expected()
     if fresh:
-        report.registered, report.registry_error = fresh_registry()
+        probe = fresh_probe()
+        report.registered, report.registry_error, report.worker_error = (
+            probe.registered, probe.registry_error, probe.worker_error)
     else:
         from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
 

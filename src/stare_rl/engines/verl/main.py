@@ -120,6 +120,27 @@ def checkpoint_dir(trainer_config: Any, global_steps: int, resuming: bool = Fals
     return os.path.abspath(folder)
 
 
+def resume_folder(trainer_config: Any) -> str | None:
+    """The ``global_step_<n>`` folder verl will resume from, found as verl's trainer finds it (``resume_mode``
+    ``auto``: the latest checkpoint of ``default_local_dir``; ``resume_path``: ``resume_from_path``), or None."""
+    from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path
+
+    mode = trainer_config.resume_mode
+    if mode == "auto":
+        return find_latest_ckpt_path(os.path.abspath(str(trainer_config.default_local_dir)))
+    if mode == "resume_path" and trainer_config.resume_from_path:
+        return os.path.abspath(str(trainer_config.resume_from_path))
+    return None
+
+
+def check_resume(config: Any) -> None:
+    """Refuse, on the driver before any worker starts, a resume whose controller settings differ from the
+    checkpoint's (``StepController.check_checkpoint``: one rule for every controller and engine)."""
+    folder = resume_folder(config.trainer)
+    if folder is not None:
+        step_controller(config).check_checkpoint(folder)
+
+
 def exact_loss_fn(config: Any) -> partial:
     """The loss the trainer installs with ``set_loss_fn``: verl's ``ppo_loss`` plus the step state."""
     return partial(exact_ppo_loss, config=omega_conf_to_dataclass(config.actor_rollout_ref.actor))
@@ -187,6 +208,7 @@ def _main(config: Any) -> None:
     config.trainer.v1.trainer_mode = TRAINER_MODE
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     check_config(config)
+    check_resume(config)
     run_ppo(config, task_runner_class=ray.remote(StareRLTaskRunner))
 
 

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from stare_rl.control.base import StepObservation
+from stare_rl.control.base import StepObservation, require_same_settings
 from stare_rl.control.target import EntropyTarget, start_entropy_of
 
 AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
@@ -116,8 +117,12 @@ class AutoWeightController:
         config: gains and bounds (:class:`AutoWeightConfig`).
     """
 
-    _STATE_KEYS = ("strength", "integral", "error", "p_term", "entropy", "steps", "saturated_high",
-                   "saturated_low", "rate_limited")
+    # state key -> the STARE config field that sets it (the AutoWeightConfig fields carry their user-facing names)
+    settings: ClassVar[Mapping[str, str]] = {
+        "target_entropy": "target_entropy", **{f.name: f.name for f in dataclasses.fields(AutoWeightConfig)}
+    }
+    _DYNAMIC = ("strength", "integral", "error", "p_term", "entropy", "steps", "saturated_high",
+                "saturated_low", "rate_limited")
 
     def __init__(self, target_entropy: float | str = 0.3, config: AutoWeightConfig | None = None) -> None:
         self.target = EntropyTarget(target_entropy)
@@ -200,16 +205,18 @@ class AutoWeightController:
 
     # ----- state (JSON-able, exact) -----
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {k: getattr(self, k) for k in self._STATE_KEYS}
-        state["target_entropy"] = self.target.state_dict()
-        state["config"] = dataclasses.asdict(self.config)
-        return state
+        state: dict[str, Any] = {"target_entropy": self.target.state_dict(), **dataclasses.asdict(self.config)}
+        return {**state, **{k: getattr(self, k) for k in self._DYNAMIC}}
+
+    @staticmethod
+    def upgrade_state(state: dict[str, Any]) -> dict[str, Any]:
+        """A state saved with the settings nested under ``config`` (older checkpoints) in today's flat layout."""
+        flat = {k: v for k, v in state.items() if k != "config"}
+        return {**flat, **{_current_field(k): v for k, v in (state.get("config") or {}).items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        saved = AutoWeightConfig(**{_current_field(k): v for k, v in state["config"].items()})
-        if saved != self.config:
-            raise ValueError(f"auto weight controller state was saved with {saved}; this run has {self.config}")
-        self.target.load_state_dict(state["target_entropy"], strict=True)  # same spelling; the resolved value
+        require_same_settings(self, state)
+        self.target.load_state_dict(state["target_entropy"])  # same spelling (checked); the resolved value
         self.strength, self.integral = float(state["strength"]), float(state["integral"])
         self.error, self.p_term = float(state["error"]), float(state["p_term"])
         self.entropy = None if state["entropy"] is None else float(state["entropy"])

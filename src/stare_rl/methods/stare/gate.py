@@ -5,9 +5,16 @@ Both implement :class:`stare_rl.control.base.Controller` and are declared by the
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from stare_rl.control.base import StepObservation, _check_entropy, _check_non_negative, _sign
+from stare_rl.control.base import (
+    StepObservation,
+    _check_entropy,
+    _check_non_negative,
+    _sign,
+    require_same_settings,
+)
 from stare_rl.control.target import EntropyTarget, start_entropy_of
 
 GATE = "gate"  # name of the STARE gate among a gated method's controllers (keys its saved state)
@@ -22,6 +29,8 @@ class StareGate:
 
     ``gate_on`` is ``None`` before the first update (methods treat ``None`` as on, like the reference).
     """
+
+    settings: ClassVar[Mapping[str, str]] = {"target_entropy": "target_entropy"}  # state key -> config field
 
     def __init__(self, target_entropy: float | str = 0.3) -> None:
         self.target = EntropyTarget(target_entropy)
@@ -59,6 +68,7 @@ class StareGate:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        require_same_settings(self, state)
         self.target.load_state_dict(state["target_entropy"])
         self.gate_on = None if state["gate_on"] is None else bool(state["gate_on"])
         self.last_entropy = None if state["last_entropy"] is None else float(state["last_entropy"])
@@ -80,6 +90,12 @@ class StareWeightSchedule:
         m_min: lower bound of M (in (0, reweight_m]).
     """
 
+    settings: ClassVar[Mapping[str, str]] = {  # state key -> the STARE config field that sets it
+        "target_entropy": "target_entropy", "alpha": "weight_alpha", "w_max": "weight_w_max",
+        "m_min": "weight_m_min", "init_w": "reweight_w", "init_m": "reweight_m",
+    }
+    _DYNAMIC = ("reweight_w", "reweight_m")
+
     def __init__(
         self,
         reweight_w: float = 1.1,
@@ -96,7 +112,8 @@ class StareWeightSchedule:
             raise ValueError(f"reweight_m={reweight_m} must be in [m_min={m_min}, 1] with m_min > 0")
         self.target = EntropyTarget(target_entropy)
         self.alpha, self.w_max, self.m_min = float(alpha), float(w_max), float(m_min)
-        self.reweight_w, self.reweight_m = float(reweight_w), float(reweight_m)
+        self.init_w, self.init_m = float(reweight_w), float(reweight_m)
+        self.reweight_w, self.reweight_m = self.init_w, self.init_m  # the current W and M
 
     @classmethod
     def from_config(cls, cfg: Any) -> StareWeightSchedule:
@@ -122,11 +139,12 @@ class StareWeightSchedule:
         return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m, "target_entropy": self.target_entropy}
 
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {k: getattr(self, k) for k in ("alpha", "w_max", "m_min", "reweight_w", "reweight_m")}
+        state: dict[str, Any] = {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC) if k != "target_entropy"}
         state["target_entropy"] = self.target.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        require_same_settings(self, state)
         self.target.load_state_dict(state["target_entropy"])
-        for k in ("alpha", "w_max", "m_min", "reweight_w", "reweight_m"):
+        for k in self._DYNAMIC:
             setattr(self, k, float(state[k]))

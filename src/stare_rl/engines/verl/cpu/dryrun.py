@@ -1,0 +1,160 @@
+"""``stare verl-dryrun``: a verl recipe (ours or a user's config) for N steps on the CPU with a tiny model.
+
+:func:`build_assets` writes, offline, a tiny Qwen2 model with the character tokenizer (newline included, a chat
+template that renders the prompt as is) and verl-format parquet files of the arithmetic task;
+:func:`dryrun_command` returns the command line: the recipe, then :func:`cpu_overrides` (sizes, the CPU
+settings listed below), then the user's overrides, which win. The CPU platform is selected by the
+environment (:func:`dryrun_env`: ``VERL_PLATFORM=stare_cpu``), which Ray's workers inherit.
+
+CPU settings (issue #23's list of what stock verl 0.9 lacks, each with where it is handled):
+  - TransferQueue reserves a Ray CPU per storage unit and one for its controller: one storage unit and
+    ``ray_kwargs.ray_init.num_cpus`` above the core count (Ray's CPUs are logical);
+  - no CPU platform, gloo backend string, FSDP engine for cuda/npu only: :mod:`stare_rl.engines.verl.cpu`;
+  - no rollout without vLLM/SGLang/TRT-LLM: ``rollout.name=hf`` (:mod:`~stare_rl.engines.verl.cpu.rollout`);
+  - FSDP1 cannot initialise on the CPU: ``strategy=fsdp2``;
+  - FlashAttention by default: ``+model.override_config.attn_implementation=sdpa``, no padding removal;
+  - verl's resource pool asks Ray for GPUs: one logical GPU declared to Ray (nothing uses it);
+  - float32 everywhere (the recipes' fp16/bf16 are GPU settings).
+Algorithm settings of the recipe stay, except DAPO dynamic sampling (off: a random tiny model's groups all
+agree, and refilling would never end) and the sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from stare_rl.engines.verl.cpu import PLATFORM_ENV, PLATFORM_NAME, ROLLOUT_NAME
+
+DATA_SOURCE = "stare_rl/arithmetic"
+CHAT_TEMPLATE = "{{- bos_token -}}{%- for m in messages -%}{{- m['content'] -}}{%- endfor -%}"
+EXACT_MODULE = "stare_rl.engines.verl.main"
+PLAIN_MODULE = "verl.trainer.main_ppo"
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None, **_: Any) -> float:
+    """The dry run's reward: 1 for the right sum, else half the share of answer characters in place.
+
+    DEVIATION (dry run only): a random tiny model never answers right, so a 0/1 reward would give every
+    group the same reward and zero advantages; the partial credit makes the update non-trivial.
+    """
+    text = solution_str.split("<eos>")[0].strip()
+    if text == ground_truth:
+        return 1.0
+    hits = sum(a == b for a, b in zip(text, ground_truth, strict=False))
+    return 0.5 * hits / max(len(ground_truth), 1)
+
+
+def build_assets(out: str | Path, *, n_train: int = 64, n_test: int = 16, seed: int = 0) -> dict[str, str]:
+    """Write the tiny model and the data under ``out``; return their paths (idempotent: kept when present)."""
+    import pandas as pd
+
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import build_char_tokenizer
+    from stare_rl.tasks import get_task
+
+    out = Path(out).expanduser().resolve()
+    paths = {"model": out / "model", "train": out / "train.parquet", "test": out / "test.parquet"}
+    task = get_task("arithmetic")
+    if not (paths["model"] / "config.json").is_file():
+        tok = build_char_tokenizer(task.alphabet)  # newline included (verl's Qwen agent-loop check)
+        tok.chat_template = CHAT_TEMPLATE
+        model = build_tiny_model(tok, hidden_size=32, num_layers=2, num_heads=2, seed=seed)
+        model.save_pretrained(paths["model"])
+        tok.save_pretrained(paths["model"])
+    for split, n in (("train", n_train), ("test", n_test)):
+        if paths[split].is_file():
+            continue
+        rows = [{"data_source": DATA_SOURCE, "prompt": [{"role": "user", "content": r["prompt"]}],
+                 "ability": "math", "reward_model": {"style": "rule", "ground_truth": r["answer"]},
+                 "extra_info": {"index": i, "split": split}}
+                for i, r in enumerate(task.make_split(split, n, seed))]
+        out.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).to_parquet(paths[split])
+    return {k: str(v) for k, v in paths.items()}
+
+
+def cpu_overrides(assets: dict[str, str], out: str | Path, steps: int, *, batch: int = 4, n: int = 4,
+                  response_length: int = 8) -> list[str]:
+    """The Hydra overrides that make a recipe run on the CPU with the tiny model (see the module docstring)."""
+    out = Path(out).expanduser().resolve()
+    a, r, ref = "actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.ref"
+    return [
+        f"data.train_files={assets['train']}", f"data.val_files={assets['test']}",
+        f"data.train_batch_size={batch}", "data.max_prompt_length=16", f"data.max_response_length={response_length}",
+        "data.filter_overlong_prompts=false", "data.dataloader_num_workers=0",
+        "algorithm.filter_groups.enable=false",
+        f"actor_rollout_ref.model.path={assets['model']}", "actor_rollout_ref.model.use_remove_padding=false",
+        "actor_rollout_ref.model.enable_gradient_checkpointing=false",
+        "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+        f"{a}.strategy=fsdp2", f"{ref}.strategy=fsdp2", f"{a}.fsdp_config.dtype=float32", f"{ref}.fsdp_config.dtype=float32",
+        f"{a}.ppo_mini_batch_size={batch}", f"{a}.use_dynamic_bsz=false", f"{a}.ppo_micro_batch_size_per_gpu={batch * n}",
+        f"{a}.optim.lr=1e-3",
+        f"{r}.name={ROLLOUT_NAME}", f"{r}.n={n}", f"{r}.dtype=float32", f"{r}.tensor_model_parallel_size=1",
+        f"{r}.log_prob_use_dynamic_bsz=false", f"{r}.log_prob_micro_batch_size_per_gpu={batch * n}",
+        f"{ref}.log_prob_use_dynamic_bsz=false", f"{ref}.log_prob_micro_batch_size_per_gpu={batch * n}",
+        f"{r}.checkpoint_engine.backend=naive", f"{r}.agent.num_workers=1", f"{r}.val_kwargs.n=1",
+        f"{r}.free_cache_engine=false",
+        "reward.num_workers=1", f"reward.custom_reward_function.path={Path(__file__).resolve()}",
+        "reward.custom_reward_function.name=compute_score",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+        "trainer.device=cpu", "trainer.nnodes=1", "trainer.n_gpus_per_node=1",
+        f"trainer.total_training_steps={steps}", "trainer.val_before_train=false", "trainer.test_freq=-1",
+        f"trainer.save_freq={steps}", f"trainer.default_local_dir={out / 'checkpoints'}",
+        "trainer.logger=[console,file]", "trainer.resume_mode=auto",
+        "ray_kwargs.ray_init.num_cpus=8", "+ray_kwargs.ray_init.num_gpus=1",
+    ]
+
+
+def recipe_location(recipe: str) -> tuple[str, str]:
+    """``(config dir, config name)`` of a shipped recipe name (``stare_qwen25_math_1p5b``) or a YAML path."""
+    path = Path(recipe).expanduser()
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return str(path.resolve().parent), path.stem
+    from importlib import resources
+
+    root = Path(str(resources.files("stare_rl") / "recipes" / "verl"))
+    if (root / f"{recipe}.yaml").is_file():
+        return str(root), recipe
+    shipped = sorted(p.stem for p in root.glob("*.yaml"))
+    raise ValueError(f"recipe={recipe!r}: neither a YAML file nor a shipped recipe (one of {shipped})")
+
+
+def entry_module(config_dir: str, name: str, overrides: list[str]) -> str:
+    """The exact entry point when the composed config asks for it (``trainer.v1.trainer_mode=stare_rl``)."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        cfg = compose(config_name=name, overrides=overrides)
+    mode = cfg.trainer.get("v1", {}).get("trainer_mode", "sync") if cfg.trainer.get("use_v1", False) else "sync"
+    return EXACT_MODULE if mode == "stare_rl" else PLAIN_MODULE
+
+
+def dryrun_command(recipe: str, out: str | Path, steps: int, user_overrides: list[str], *,
+                   module: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """``(argv, assets)``: the verl command line of the dry run (its environment: :func:`dryrun_env`)."""
+    config_dir, name = recipe_location(recipe)
+    assets = build_assets(Path(out) / "assets")
+    overrides = cpu_overrides(assets, out, steps) + list(user_overrides)
+    module = module or entry_module(config_dir, name, overrides)
+    return [sys.executable, "-m", module, f"--config-path={config_dir}", f"--config-name={name}", *overrides], assets
+
+
+def dryrun_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the dry run: the CPU platform, one thread per process, quiet tokenizers."""
+    env = dict(os.environ if base is None else base)
+    env.update({PLATFORM_ENV: PLATFORM_NAME, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+                "RAY_DEDUP_LOGS": "0", "HYDRA_FULL_ERROR": "1", "TRL_EXPERIMENTAL_SILENCE": "1"})
+    return env
+
+
+def read_file_logger(path: str | Path) -> list[dict[str, Any]]:
+    """The per-step metrics verl's ``file`` logger wrote (one JSON object per line)."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            rows.append(json.loads(line))
+    return rows
