@@ -15,6 +15,7 @@ import yaml
 from stare_rl.compare.frontier import (
     band_fraction,
     collect,
+    entropy_curves,
     family_of,
     frontier_markdown,
     main,
@@ -150,6 +151,13 @@ def test_analysis_on_synthetic_cells_hand_derived(tmp_path: Path) -> None:
     written = write_frontier(grid)
     png = grid.out / "frontier.png"
     assert written["figure"] == str(png) and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert written["curves"] == str(grid.out / "frontier_curves.png")
+    assert (grid.out / "frontier_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    curves = entropy_curves(grid)  # relative to each run's first step, mean over the finished seeds
+    assert sorted(curves) == ["entrocraft", "references"] and list(curves["references"]) == ["grpo"] and list(curves["entrocraft"]) == ["entrocraft_t05"]
+    # step 2: seed 0 0.15 / 0.2 = 0.75, seed 1 0.1 / 0.2 = 0.5 -> 0.625; step 5: (1.0 + 0.5) / 2 = 0.75
+    assert dict(curves["entrocraft"]["entrocraft_t05"])[2] == pytest.approx(0.625)
+    assert dict(curves["entrocraft"]["entrocraft_t05"])[5] == pytest.approx(0.75)
     assert json.loads((grid.out / "frontier.json").read_text())["missing"] == results["missing"]
 
 
@@ -160,6 +168,7 @@ def test_no_finished_cell_writes_the_table_and_no_figure(tmp_path: Path, capsys:
     assert main(["--config", str(cfg)]) == 0
     assert "0 of 1 cells finished" in capsys.readouterr().out
     assert (tmp_path / "out" / "frontier.md").is_file() and not (tmp_path / "out" / "frontier.png").exists()
+    assert not (tmp_path / "out" / "frontier_curves.png").exists()
     assert main(["--config", str(tmp_path / "nope.yaml")]) == 2
     assert "frontier: error: config=" in capsys.readouterr().err
     assert restrict(parse_grid(yaml.safe_load(cfg.read_text())), out=tmp_path / "x").out == tmp_path / "x"

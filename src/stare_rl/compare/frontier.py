@@ -20,8 +20,9 @@ Per grid method (mean ± sample std over its finished seeds; the definitions are
 
 Families: a grid method named ``<family>_t03`` (``_t05``, ``_t07``) is the point of ``<family>`` at the target its
 cell config gives (``target_entropy`` or ``bonus_target_entropy``); the figure joins a family's points in target
-order. Reads only finished cells (``compare_done.json``); writes ``frontier.md``, ``frontier.json`` and
-``frontier.png`` into the grid's ``out``.
+order. Reads only finished cells (``compare_done.json``); writes ``frontier.md``, ``frontier.json``,
+``frontier.png`` and ``frontier_curves.png`` (per family, the seed-mean batch entropy relative to its start against
+the step, each relative target dashed) into the grid's ``out``.
 """
 
 from __future__ import annotations
@@ -175,13 +176,66 @@ def frontier_figure(results: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
+def entropy_curves(grid: Grid) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """Per family (methods without a target together, as ``references``), per grid method: the seed-mean batch
+    entropy / start entropy at each step (finished cells)."""
+    curves: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for method in grid.methods:
+        per_step: dict[int, list[float]] = {}
+        for cell in (c for c in grid.cells() if c.method == method and cell_state(c) == "done"):
+            run = read_run(cell.run_dir)
+            key = next((k for k in ENTROPY_KEYS if run is not None and run.series.get(k)), None)
+            if key is None:
+                continue
+            series = run.series[key]
+            for step, h in series:
+                per_step.setdefault(step, []).append(h / series[0][1] if series[0][1] > 0 else math.nan)
+        if per_step:
+            family, spec = family_of(grid, method)
+            family = family if spec is not None else "references"  # GRPO, DAPO, STEER, 80/20: one panel
+            curves.setdefault(family, {})[method] = [(s, sum(v) / len(v)) for s, v in sorted(per_step.items())]
+    return curves
+
+
+def curves_figure(grid: Grid, path: Path) -> Path | None:
+    """One panel per family: seed-mean batch entropy relative to its start against the step; a relative
+    target's level dashed (0.3x sits at 0.3)."""
+    curves = entropy_curves(grid)
+    if not curves:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(3.6 * len(curves), 3.2), squeeze=False, sharey=True)
+    for ax, (family, methods) in zip(axes[0], curves.items(), strict=True):
+        for method, pts in methods.items():
+            line = ax.plot([s for s, _ in pts], [v for _, v in pts], label=family_of(grid, method)[1] or method)
+            spec = family_of(grid, method)[1]
+            if spec is not None and parse_target("target", spec).relative:
+                ax.axhline(parse_target("target", spec).ratio, color=line[0].get_color(), ls="--", lw=0.8)
+        ax.set_title(family, fontsize=9)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("batch H / start H (seed mean)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_frontier(grid: Grid) -> dict[str, Any]:
-    """Collect, then write ``frontier.json``, ``frontier.md`` and (when a cell is finished) ``frontier.png``."""
+    """Collect, then write ``frontier.json``, ``frontier.md`` and (when a cell is finished) ``frontier.png`` and
+    ``frontier_curves.png``."""
     results = collect(grid)
     write_text_atomic(grid.out / "frontier.json", json.dumps(results, indent=2, sort_keys=True))
     write_text_atomic(grid.out / "frontier.md", frontier_markdown(results))
     figure = frontier_figure(results, grid.out / "frontier.png")
     results["figure"] = None if figure is None else str(figure)
+    curves = curves_figure(grid, grid.out / "frontier_curves.png")
+    results["curves"] = None if curves is None else str(curves)
     return results
 
 
@@ -197,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     results = write_frontier(grid)
     print(f"{results['n_done']} of {results['n_cells']} cells finished; wrote {grid.out / 'frontier.md'}"
-          + (f" and {results['figure']}" if results["figure"] else " (no finished cell: no figure)"))
+          + (f", {results['figure']} and {results['curves']}" if results["figure"] else " (no finished cell: no figure)"))
     return 0
 
 
