@@ -93,6 +93,8 @@ BAD_GRIDS = [
     ({"methods": {"a": {"method": "vanilla", "seed": 3}}}, "sets ['seed']"),
     ({"methods": {"a": {"method": "vanilla"}}, "parallel": 0}, "parallel=0"),
     ({"methods": {"a": {"method": "vanilla"}}, "target_entropy": -1}, "target_entropy=-1"),
+    ({"methods": {"a": {"method": "vanilla"}}, "target_entropy": 0}, "target_entropy=0 must be a number > 0 or"),
+    ({"methods": {"a": {"method": "vanilla"}}, "target_entropy": "0.5y"}, "target_entropy='0.5y' must be a number"),
     ({"methods": {"a": {"method": "vanilla"}}, "band": 2}, "band=2"),
     ({"methods": {"a b": {"method": "vanilla"}}}, "method name 'a b'"),
     ({"methods": ["vanilla"]}, "methods must be a mapping"),
@@ -400,3 +402,17 @@ def test_shared_warm_start_runs_with_the_grids_torch_threads(monkeypatch: pytest
         assert seen == [1] and torch.get_num_threads() == 2  # restored afterwards
     finally:
         torch.set_num_threads(before)
+
+
+def test_relative_grid_target_reaches_target_holders_and_scores_each_run_against_its_own() -> None:
+    from stare_rl.compare.grid import scored_target
+
+    grid = parse_grid({"target_entropy": "0.5X", "methods": {"s": {"method": "stare"}, "g": {"method": "vanilla"}}})
+    assert grid.target_entropy == "0.5x" and grid.cell_config("s")["target_entropy"] == "0.5x"
+    assert "target_entropy" not in grid.cell_config("g")
+    # a target holder is scored against the value it resolved and logged; any other run against 0.5 x its first
+    # logged batch entropy; an absolute grid target is itself
+    assert scored_target("0.5x", {"control/target_entropy": [(1, 0.07), (2, 0.07)]}, [0.14, 0.1]) == 0.07
+    assert scored_target("0.5x", {}, [0.2, 0.1]) == pytest.approx(0.1)
+    assert scored_target("0.5x", {}, []) is None and scored_target(None, {}, [0.2]) is None
+    assert scored_target(0.3, {"control/target_entropy": [(1, 0.07)]}, [0.2]) == 0.3

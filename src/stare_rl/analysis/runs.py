@@ -15,7 +15,7 @@ from typing import Any
 
 from stare_rl.core.metrics import current_name
 from stare_rl.core.registry import list_methods
-from stare_rl.io.runlog import METRICS_FILE, iter_metrics
+from stare_rl.io.runlog import METRICS_FILE, iter_metrics, metrics_path
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def _flatten_numbers(data: Any, prefix: str = "") -> dict[str, float]:
 def read_run(run_dir: str | Path) -> Run | None:
     """Read one run directory; ``None`` (with a warning) when it has no metrics file or no usable line."""
     path = Path(run_dir)
-    metrics = path / METRICS_FILE
+    metrics = metrics_path(path)  # metrics.jsonl, or the committed metrics.jsonl.gz
     if not metrics.is_file():
         logger.warning("%s: no %s; run skipped", path, METRICS_FILE)
         return None

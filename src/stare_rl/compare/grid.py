@@ -10,7 +10,8 @@ Grid file::
     out: runs/compare              # where cells, report and results go (--out overrides)
     seeds: [0, 1, 2]
     parallel: 2                    # cells run at once (one torch thread each)
-    target_entropy: 0.3            # target of every method holding one (a target_entropy field) + the band
+    target_entropy: 0.3            # target of every method holding one (a target_entropy field) + the band;
+                                   # or relative, "0.5x": half of each run's first step-batch entropy
     band: 0.25                     # +-25 % of the target
     base: {task: countdown, learning_rate: 1.0e-4, ...}      # stare train fields shared by all cells
     methods:
@@ -32,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from stare_rl.control.target import parse_target
 from stare_rl.core.metrics import MEAN_WEIGHT
 from stare_rl.core.registry import declared_metrics
 from stare_rl.io.runlog import RunLayout, write_json_atomic, write_text_atomic
@@ -66,7 +68,7 @@ class Grid:
     seeds: tuple[int, ...]
     out: Path
     parallel: int = 2
-    target_entropy: float | None = None
+    target_entropy: float | str | None = None  # absolute, or "<r>x" (relative to each run's start entropy)
     band: float = 0.25
     descriptions: dict[str, str] = field(default_factory=dict)
 
@@ -152,13 +154,19 @@ def parse_grid(data: Any, where: str = "<grid>", smoke: bool = False) -> Grid:
     if not isinstance(parallel, int) or isinstance(parallel, bool) or parallel < 1:
         raise _fail(where, f"parallel={parallel!r} must be an integer >= 1")
     target = data.get("target_entropy")
-    if target is not None and not (isinstance(target, int | float) and math.isfinite(target) and target > 0):
-        raise _fail(where, f"target_entropy={target!r} must be a number > 0")
+    if target is not None:
+        try:
+            spec = parse_target("target_entropy", target)
+        except ValueError as err:
+            raise _fail(where, str(err)) from err
+        if not (spec.relative or spec.absolute > 0):  # type: ignore[operator]
+            raise _fail(where, f"target_entropy={target!r} must be a number > 0 or '<ratio>x'")
+        target = spec.spelling()
     band = data.get("band", 0.25)
     if not (isinstance(band, int | float) and 0 < band < 1):
         raise _fail(where, f"band={band!r} must be in (0, 1)")
     return Grid(base=base, methods=methods, seeds=seeds, out=Path(str(data.get("out", "runs/compare"))),
-                parallel=parallel, target_entropy=None if target is None else float(target), band=float(band),
+                parallel=parallel, target_entropy=target, band=float(band),
                 descriptions=descriptions)
 
 
@@ -278,6 +286,22 @@ def diagnostic_means(series: Mapping[str, Sequence[tuple[int, float]]]) -> dict[
         vals = [v for _, v in series.get(key, [])]
         out[key] = sum(vals) / len(vals) if vals else None
     return out
+
+
+def scored_target(target: float | str | None, series: Mapping[str, Sequence[tuple[int, float]]],
+                  entropy: Sequence[float]) -> float | None:
+    """The absolute target a run is scored against: the grid's absolute target; for a relative one (``"0.5x"``)
+    the value the run resolved (its logged ``control/target_entropy``), else ``ratio x`` its first logged batch
+    entropy (a method holding no target: the same rule, applied to its own start)."""
+    if target is None:
+        return None
+    spec = parse_target("target_entropy", target)
+    if not spec.relative:
+        return spec.absolute
+    resolved = [v for _, v in series.get("control/target_entropy", []) if math.isfinite(v)]
+    if resolved:
+        return resolved[-1]
+    return spec.ratio * entropy[0] if entropy else None  # type: ignore[operator]
 
 
 def run_metrics(summary_row: Mapping[str, Any], entropy: Sequence[float], target: float | None, band: float,

@@ -39,6 +39,7 @@ from stare_rl.compare.grid import (
     results_markdown,
     results_table,
     run_metrics,
+    scored_target,
 )
 from stare_rl.io.cache import cache_dir
 from stare_rl.io.process import PARENT_PID_ENV
@@ -258,7 +259,8 @@ def summarise(grid: Grid, cells: list[Cell],
         done = cell.run_dir / "compare_done.json"
         wall = json.loads(done.read_text()).get("wall_s") if done.is_file() else None
         entropy = [v for _, v in run.series.get(key, [])] if key else []
-        values = run_metrics(rows[(cell.method, cell.seed)], entropy, grid.target_entropy, grid.band, wall)
+        target = scored_target(grid.target_entropy, run.series, entropy)  # a relative grid target: per run
+        values = run_metrics(rows[(cell.method, cell.seed)], entropy, target, grid.band, wall)
         per_run.setdefault(cell.method, []).append({**values, **diagnostic_means(run.series)})
     refs = [json.loads(p.read_text()) for p in (references or {}).values() if p.is_file()]
     if refs:  # the starting model's held-out numbers, first row (no training metrics)

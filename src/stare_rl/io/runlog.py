@@ -18,6 +18,7 @@ through :func:`read_metrics`.
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import math
@@ -177,16 +178,26 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     return [record for _, record in iter_metrics(path)]
 
 
+def metrics_path(path: str | os.PathLike) -> Path:
+    """The metrics file of a run directory (``metrics.jsonl``, else ``metrics.jsonl.gz``), or ``path`` itself."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    plain = path / METRICS_FILE
+    gz = path / (METRICS_FILE + ".gz")
+    return gz if not plain.is_file() and gz.is_file() else plain
+
+
 def iter_metrics(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, record)`` of every record of a ``metrics.jsonl`` (a run dir or the file).
 
     The one reader of the format. Tolerant: a line that is not a JSON object (a run killed mid-write leaves at
-    most one partial last line) is skipped with a ``logging`` warning naming the file and line.
+    most one partial last line) is skipped with a ``logging`` warning naming the file and line. A run directory
+    holding only ``metrics.jsonl.gz`` (committed results are gzipped) is read from that file.
     """
-    path = Path(path)
-    if path.is_dir():
-        path = path / METRICS_FILE
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    path = metrics_path(path)
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    lines = raw.decode("utf-8", errors="replace").splitlines()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
