@@ -32,6 +32,7 @@ from stare_rl.engines.verl.cpu import PLATFORM_ENV, PLATFORM_NAME, ROLLOUT_NAME
 DATA_SOURCE = "stare_rl/arithmetic"
 CHAT_TEMPLATE = "{{- bos_token -}}{%- for m in messages -%}{{- m['content'] -}}{%- endfor -%}"
 EXACT_MODULE = "stare_rl.engines.verl.main"
+FP32_MIXED_PRECISION = "{param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"  # FSDP's default param dtype is bf16
 PLAIN_MODULE = "verl.trainer.main_ppo"
 
 
@@ -91,6 +92,7 @@ def cpu_overrides(assets: dict[str, str], out: str | Path, steps: int, *, batch:
         "actor_rollout_ref.model.enable_gradient_checkpointing=false",
         "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
         f"{a}.strategy=fsdp2", f"{ref}.strategy=fsdp2", f"{a}.fsdp_config.dtype=float32", f"{ref}.fsdp_config.dtype=float32",
+        *(f"+{role}.fsdp_config.mixed_precision={FP32_MIXED_PRECISION}" for role in (a, ref)),
         f"{a}.ppo_mini_batch_size={batch}", f"{a}.use_dynamic_bsz=false", f"{a}.ppo_micro_batch_size_per_gpu={batch * n}",
         f"{a}.optim.lr=1e-3",
         f"{r}.name={ROLLOUT_NAME}", f"{r}.n={n}", f"{r}.dtype=float32", f"{r}.tensor_model_parallel_size=1",
@@ -143,11 +145,14 @@ def dryrun_command(recipe: str, out: str | Path, steps: int, user_overrides: lis
     return [sys.executable, "-m", module, f"--config-path={config_dir}", f"--config-name={name}", *overrides], assets
 
 
-def dryrun_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of the dry run: the CPU platform, one thread per process, quiet tokenizers."""
+def dryrun_env(base: dict[str, str] | None = None, *, metrics_path: str | Path | None = None) -> dict[str, str]:
+    """The environment of the dry run: the CPU platform, one thread per process, quiet tokenizers, and where
+    verl's ``file`` logger writes (it truncates the file: give each run its own)."""
     env = dict(os.environ if base is None else base)
     env.update({PLATFORM_ENV: PLATFORM_NAME, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
                 "RAY_DEDUP_LOGS": "0", "HYDRA_FULL_ERROR": "1", "TRL_EXPERIMENTAL_SILENCE": "1"})
+    if metrics_path is not None:
+        env["VERL_FILE_LOGGER_PATH"] = str(Path(metrics_path).expanduser().resolve())
     return env
 
 
