@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)  # overrides may follow the options
     if args.steps < 1:
         print(f"stare verl-dryrun: error: --steps={args.steps} must be >= 1", file=sys.stderr)
         return 2
