@@ -3,8 +3,9 @@
 Builds a tiny Qwen2 model and arithmetic data under ``--out`` (kept for the next run), then runs the recipe's
 entry point (``stare_rl.engines.verl.main`` when the recipe asks for ``trainer.v1.trainer_mode=stare_rl``,
 else ``verl.trainer.main_ppo``) with the CPU overrides of :mod:`stare_rl.engines.verl.cpu.dryrun` and yours
-last, under ``VERL_PLATFORM=stare_cpu``. verl's per-step metrics go to ``<out>/verl_metrics.jsonl`` and its
-checkpoints to ``<out>/checkpoints`` (a second run with more steps resumes there). Exit status: verl's.
+last, under ``VERL_PLATFORM=stare_cpu``. verl's per-step metrics go to ``<out>/metrics.jsonl`` (verl's file
+logger; ``stare report <out>`` renders them, labelled by ``<out>/run_config.json``) and its checkpoints to
+``<out>/checkpoints`` (a second run with more steps resumes there, and rewrites ``metrics.jsonl``). Exit status: verl's.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def main(argv: list[str]) -> int:
         return 2
     from stare_rl.engines.verl.cpu import check_verl_version
     from stare_rl.engines.verl.cpu.dryrun import dryrun_command, dryrun_env
+    from stare_rl.io.runlog import METRICS_FILE
 
     try:
         check_verl_version()
@@ -45,7 +47,7 @@ def main(argv: list[str]) -> int:
     except (ValueError, RuntimeError) as err:
         print(f"stare verl-dryrun: error: {err}", file=sys.stderr)
         return 2
-    env = dryrun_env(metrics_path=args.out / "verl_metrics.jsonl")
+    env = dryrun_env(metrics_path=args.out / METRICS_FILE)  # verl's file logger: `stare report <out>` reads it
     shown = {k: env[k] for k in ("VERL_PLATFORM", "OMP_NUM_THREADS", "VERL_FILE_LOGGER_PATH")}
     print(" ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items()), shlex.join(command), flush=True)
     if args.print_only:

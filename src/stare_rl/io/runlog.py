@@ -181,7 +181,9 @@ def iter_metrics(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]
     """``(line number, record)`` of every record of a ``metrics.jsonl`` (a run dir or the file).
 
     The one reader of the format. Tolerant: a line that is not a JSON object (a run killed mid-write leaves at
-    most one partial last line) is skipped with a ``logging`` warning naming the file and line.
+    most one partial last line) is skipped with a ``logging`` warning naming the file and line. verl's ``file``
+    logger writes ``{"step": n, "data": {metric: value}}`` per step; such a line is read as ``{"step": n,
+    **data}``, so a verl run's log is a ``metrics.jsonl`` too.
     """
     path = Path(path)
     if path.is_dir():
@@ -199,6 +201,8 @@ def iter_metrics(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]
         if not isinstance(row, dict):
             logger.warning("%s:%d: not a JSON object; line skipped", path, lineno)
             continue
+        if set(row) == {"step", "data"} and isinstance(row["data"], dict):  # verl's file logger
+            row = {**row["data"], "step": row["step"]}
         yield lineno, row
 
 

@@ -154,7 +154,10 @@ def test_cpu_overrides_compose_and_validate_with_verls_loader(recipe: str, asset
     assert cfg.actor_rollout_ref.rollout.name == cpu.ROLLOUT_NAME and cfg.actor_rollout_ref.actor.strategy == "fsdp2"
     assert cfg.trainer.total_training_steps == 2 and cfg.actor_rollout_ref.model.path == assets["model"]
     expected = D.PLAIN_MODULE if recipe.startswith("grpo") else D.EXACT_MODULE
-    assert D.entry_module(config_dir, name, overrides) == expected
+    assert D.entry_module(cfg) == expected
+    info = D.run_info(cfg, recipe, expected)
+    assert info["method"] == {"stare": "stare", "steer": "steer", "grpo": "vanilla"}[recipe.split("_")[0]]
+    assert info["target_entropy"] == (0.3 if recipe.startswith("stare") else None)
 
 
 def test_cli_print_only_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,7 +21,7 @@ pytest.importorskip("verl")
 pytest.importorskip("ray")
 
 from stare_rl.engines.verl.cpu.dryrun import EXACT_MODULE, PLAIN_MODULE, dryrun_command, dryrun_env  # noqa: E402
-from stare_rl.io.runlog import CONTROLLER_FILE  # noqa: E402
+from stare_rl.io.runlog import CONTROLLER_FILE, METRICS_FILE  # noqa: E402
 
 pytestmark = pytest.mark.verl_e2e
 PL = "actor_rollout_ref.actor.policy_loss"
@@ -31,7 +31,7 @@ ALPHA = 0.01  # STARE's weight_alpha default (the W/M schedule's step)
 def run(recipe: str, out: Path, steps: int, overrides: list[str], tag: str) -> tuple[list[str], list[dict]]:
     """Run the dry-run command; return it and verl's file-logger rows (one per step)."""
     command, _ = dryrun_command(recipe, out, steps, overrides)
-    metrics = out / f"metrics_{tag}.jsonl"
+    metrics = out / (METRICS_FILE if tag == "first" else f"metrics_{tag}.jsonl")  # the first: `stare report`
     proc = subprocess.run(command, env=dryrun_env(metrics_path=metrics), capture_output=True, text=True,
                           timeout=600)
     (out / f"log_{tag}.txt").write_text(proc.stdout + proc.stderr)
@@ -70,6 +70,16 @@ def test_stare_exact_gate_and_weight_schedule_checkpoint_and_resume(tmp_path: Pa
         assert d["control/reweight_w"] == pytest.approx(w)
         assert d["actor/loss/reweight_w"] == pytest.approx(w, abs=1e-6)  # the loss used the driver's state
         assert d["actor/loss/gate_on"] == 1.0
+    from stare_rl.analysis.runs import read_run
+    from stare_rl.commands.report import main as report_main
+
+    verl_run = read_run(tmp_path)  # `stare report` reads verl's file logger and run_config.json under the one namespace
+    assert verl_run is not None and verl_run.method == "stare" and verl_run.target_entropy == target
+    assert verl_run.series["loss/reweight_w"][-1][1] == pytest.approx(w, abs=1e-6) and "control/gate_on" in verl_run.series
+    assert report_main([str(tmp_path), "--out", str(tmp_path / "report")]) == 0
+    drawn = {p.stem for p in (tmp_path / "report").glob("*.png")}
+    assert {"entropy", "method"} <= drawn, drawn  # entropy, gate and W curves
+
     state = controller_state(tmp_path, 2)
     assert state["gate"]["gate_on"] is True
     assert state["gate"]["last_entropy"] == pytest.approx(rows[-1]["data"]["control/batch_entropy"])
