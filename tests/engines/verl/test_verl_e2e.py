@@ -102,15 +102,17 @@ def test_steer_through_the_exact_entry_point(tmp_path: Path) -> None:
 
 
 def test_baseline_through_plain_main_ppo(tmp_path: Path) -> None:
-    """The GRPO-ds baseline recipe through plain verl.trainer.main_ppo with stare-rl's registered vanilla loss
-    (plugin only, no driver state): verl's workers load the plugin and run the registered loss."""
-    overrides = [f"{PL}._target_=stare_rl.engines.verl.adapter.StareRLPolicyLossConfig",
-                 f"{PL}.loss_mode=stare_rl.vanilla"]
+    """The GRPO-ds baseline recipe through plain verl.trainer.main_ppo, with stare-rl's registered STARE loss
+    and its gate off (H_tgt 0: STARE §4.3 reduces to the GRPO surrogate, every token weight 1). Plugin only:
+    verl's workers load the plugin, the gate comes from the surprisal estimate, no driver-side controller."""
+    overrides = [f"{PL}._target_=stare_rl.engines.verl.adapter.StareRLPolicyLossConfig", f"{PL}.loss_mode=stare",
+                 f"+{PL}.stare_target_entropy=0.0"]
     command, rows = run("grpo_ds_qwen25_math_1p5b", tmp_path, 2, overrides, "grpo")
     assert command[2] == PLAIN_MODULE and [r["step"] for r in rows] == [1, 2]
     for row in rows:
         finite(row, "actor/pg_loss")
-        assert finite(row, "actor/loss/mean_weight") == {"actor/loss/mean_weight": 1.0}  # plain GRPO: weights 1
-        assert not any(k.startswith("control/") for k in row["data"])  # no driver-side controller
+        loss = finite(row, "actor/loss/")  # the registered loss ran in verl's worker
+        assert loss["actor/loss/gate_on"] == 0.0 and loss["actor/loss/mean_weight"] == 1.0  # plain GRPO
+        assert not any(k.startswith("control/") for k in row["data"])
         assert row["data"]["timing_s/step"] > 0
     assert (tmp_path / "checkpoints" / "global_step_2").is_dir()
