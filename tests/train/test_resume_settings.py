@@ -28,7 +28,7 @@ def test_stare_train_resume_with_a_changed_target_is_refused(
             "--target_entropy", "100", "--disable_tqdm", "true"]
     assert train.main(argv) == 0
     saved = read_json(run / "checkpoint-1" / CONTROLLER_FILE)["controllers"]
-    assert saved["gate"]["target_entropy"] == 100.0 and set(saved) == {"gate", "schedule"}
+    assert saved["gate"]["target_entropy"]["spec"] == 100.0 and set(saved) == {"gate", "schedule"}
     capsys.readouterr()
 
     resumed = [*argv[:argv.index("--target_entropy")], "--target_entropy", "0.5", "--max_steps", "2",
@@ -53,7 +53,7 @@ def test_trl_api_trainer_refuses_a_changed_setting_before_any_step(tmp_path: Pat
     first = make_trainer(out, "entropic", {"target_entropy": 0.3}, max_steps=1, save_strategy="steps", save_steps=1)
     first.train()
     checkpoint = out / "checkpoint-1"
-    assert read_json(checkpoint / CONTROLLER_FILE)["controllers"]["entropic_pi"]["target_entropy"] == 0.3
+    assert read_json(checkpoint / CONTROLLER_FILE)["controllers"]["entropic_pi"]["target_entropy"]["spec"] == 0.3
     again = make_trainer(out, "entropic", {"target_entropy": 0.3, "kp": 2.0}, max_steps=2, save_strategy="steps",
                          save_steps=1)
     for resume in (str(checkpoint), True):  # a path, and HF's "the last checkpoint of output_dir"
