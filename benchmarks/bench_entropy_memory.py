@@ -65,7 +65,7 @@ def _child(variant: str, n: int, v: int, dtype_name: str, chunk: int, grad: bool
     return {"extra_mib": (peak - before) / 1024, "checksum": float(lp.double().sum() + ent.double().sum())}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", type=int, default=2048)
     ap.add_argument("--vocab", type=int, default=151_936)
@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--grad", action="store_true", help="also backward through log-prob and entropy")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.child is not None:
         variant, chunk = args.child.split(":")
         print(json.dumps(_child(variant, args.tokens, args.vocab, args.dtype, int(chunk), args.grad,

@@ -2,7 +2,8 @@
 
     OMP_NUM_THREADS=1 python3 benchmarks/bench_losses.py --batch 64 --seq 2048 --repeats 15
 
-Every variant gets the same ``(B, T)`` batch (GRPO-like advantages, ragged mask, entropy). One timed step is
+Every variant gets the same ``(B, T)`` batch (GRPO-like advantages, ragged mask, entropy, and the old policy's
+entropy when a registered method declares ``needs_old_entropy``, e.g. STEER). One timed step is
 ``compute_loss(...)`` + ``aggregate(...)`` + ``backward()`` w.r.t. ``log_prob`` (the batch and its validation
 are built once, outside the timing). Repeats are interleaved round-robin across variants (in a shuffled order
 each round) so that drifts of a shared CPU hit all of them alike. The table reports, per variant, the median
@@ -32,9 +33,14 @@ from stare_rl import (
     make_config,
 )
 from stare_rl.core.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
+from stare_rl.core.registry import get_method
 
 
-def make_batch(b: int, t: int, seed: int = 0) -> TokenBatch:
+def make_batch(b: int, t: int, seed: int = 0, old_entropy: bool | None = None) -> TokenBatch:
+    """One GRPO-like ``(B, T)`` batch. ``old_entropy``: also the old policy's entropy (None: when any registered
+    method declares ``needs_old_entropy``), near the current one as after a few updates."""
+    if old_entropy is None:
+        old_entropy = any(get_method(name).needs_old_entropy for name in list_methods())
     g = torch.Generator().manual_seed(seed)
     log_prob = -torch.empty(b, t).exponential_(1.0, generator=g)  # (B, T)
     old_log_prob = log_prob + 0.05 * torch.randn(b, t, generator=g)
@@ -43,8 +49,9 @@ def make_batch(b: int, t: int, seed: int = 0) -> TokenBatch:
     rewards = (torch.rand(b // 8 if b >= 8 else 1, 8, generator=g) > 0.5).float()  # groups of 8
     adv = (rewards - rewards.mean(-1, keepdim=True)) / (rewards.std(-1, keepdim=True) + 1e-6)
     adv = adv.reshape(-1)[:b].unsqueeze(1) * mask  # (B, T)
-    entropy = 2.0 * torch.rand(b, t, generator=g)
-    return TokenBatch(log_prob.requires_grad_(True), old_log_prob, adv, mask, entropy)
+    entropy = 2.0 * torch.rand(b, t, generator=g)  # (B, T)
+    old = (entropy + 0.05 * torch.randn(b, t, generator=g)).clamp(min=0.0) if old_entropy else None  # (B, T)
+    return TokenBatch(log_prob.requires_grad_(True), old_log_prob, adv, mask, entropy, old_entropy=old)
 
 
 def variants() -> dict[str, Callable[[TokenBatch], torch.Tensor]]:
@@ -82,7 +89,7 @@ def time_step(fn: Callable[[TokenBatch], torch.Tensor], batch: TokenBatch, clock
     return clock() - t0
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seq", type=int, default=2048)
@@ -94,7 +101,7 @@ def main() -> None:
         help="cpu: time.process_time (robust on a shared CPU with --threads 1); wall: time.perf_counter",
     )
     ap.add_argument("--profile", default=None, help="print a torch.profiler per-op table of this variant and exit")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     batch = make_batch(args.batch, args.seq)
     fns = variants()

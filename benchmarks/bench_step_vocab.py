@@ -153,7 +153,7 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
             "gate_on": gate[-1] if gate else None}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vocab", type=int, default=151_936, help="151936 (Qwen2.5) or 128256 (Llama 3)")
     ap.add_argument("--hidden", type=int, default=64, help="model hidden size (small: the vocabulary dominates)")
@@ -168,7 +168,7 @@ def main() -> None:
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--no-quadrants", action="store_true", help="adapter without the quadrant diagnostics")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.child is not None:
         print("RESULT " + json.dumps(run_child(args.child, args)))
         return
@@ -178,7 +178,7 @@ def main() -> None:
         raise SystemExit(f"unknown variants {unknown}; known: {list(VARIANTS)}")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536", "HF_HUB_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
-    passthrough = _drop_values(sys.argv[1:], ("--repeats", "--variants"))
+    passthrough = _drop_values(sys.argv[1:] if argv is None else argv, ("--repeats", "--variants"))
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     load_before = os.getloadavg()
     for rep in range(args.repeats):

@@ -67,7 +67,7 @@ class _Timer:
         return Mark()
 
 
-def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> tuple[float, float]:
+def run_once(kind: str, steps: int, warmup: int, model_dir: str | None, batch: int = 128) -> tuple[float, float]:
     """Median (wall, CPU) seconds per optimizer step after ``warmup`` steps."""
     from trl import GRPOConfig, GRPOTrainer
 
@@ -77,7 +77,7 @@ def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> tuple
     reward = _reward if model_dir else _digits
     timer = _Timer()
     common = dict(
-        output_dir=tempfile.mkdtemp(prefix=f"bench-{kind}-"), per_device_train_batch_size=128, num_generations=8,
+        output_dir=tempfile.mkdtemp(prefix=f"bench-{kind}-"), per_device_train_batch_size=batch, num_generations=8,
         max_completion_length=5, learning_rate=1e-4, lr_scheduler_type="constant", max_steps=steps + warmup,
         save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True, report_to="none", logging_steps=1,
         gradient_checkpointing=False, bf16=False, dataloader_pin_memory=False,
@@ -98,13 +98,16 @@ def run_once(kind: str, steps: int, warmup: int, model_dir: str | None) -> tuple
     return (statistics.median(b[0] - a[0] for a, b in pairs), statistics.median(b[1] - a[1] for a, b in pairs))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30, help="timed optimizer steps per run")
     parser.add_argument("--warmup", type=int, default=3, help="untimed first steps per run")
     parser.add_argument("--repeats", type=int, default=2, help="interleaved repeats per configuration")
     parser.add_argument("--model", default=None, help="HF model dir (default: random tiny model, digit reward)")
-    args = parser.parse_args()
+    parser.add_argument("--batch", type=int, default=128, help="completions per step (8 per prompt; default 16 x 8)")
+    args = parser.parse_args(argv)
+    if args.steps < 2:
+        parser.error(f"--steps={args.steps} must be >= 2 (a step time is the gap between two step ends)")
     import torch
     from transformers.utils import logging as hf_logging
 
@@ -114,10 +117,10 @@ def main() -> None:
     cpu: dict[str, float] = {}
     for rep in range(args.repeats):
         for kind in kinds:
-            w, c = run_once(kind, args.steps, args.warmup, args.model)
+            w, c = run_once(kind, args.steps, args.warmup, args.model, args.batch)
             wall[kind], cpu[kind] = min(wall.get(kind, float("inf")), w), min(cpu.get(kind, float("inf")), c)
             print(f"repeat {rep + 1}: {kind:<8} wall {w:.4f} s/step  cpu {c:.4f} s/step", flush=True)
-    print(f"\ntorch threads {torch.get_num_threads()}, {args.steps} timed steps, 16 prompts x 8 samples "
+    print(f"\ntorch threads {torch.get_num_threads()}, {args.steps} timed steps, {args.batch // 8} prompts x 8 samples "
           "(CPU time is the robust number on a shared machine)")
     for kind in kinds:
         print(f"{kind:<8} wall {wall[kind]:.4f} s/step (x{wall[kind] / wall['plain']:.3f})   "

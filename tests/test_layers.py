@@ -72,6 +72,8 @@ def test_declared_metrics_live_in_the_one_namespace() -> None:
     ("stare/dynamic_sampling/gen_rounds", "dynamic_sampling/gen_rounds"),
     ("stare_rl/gate_on", "control/gate_on"),               # verl's exact entry point
     ("actor/stare/reweight_w", "loss/reweight_w"),         # verl's actor
+    ("actor/loss/reweight_w", "loss/reweight_w"),          # verl's actor prefixes the current loss/ names
+    ("actor/loss", "actor/loss"),                          # ... but its own total loss is kept
     ("actor/pg_loss", "actor/pg_loss"),                    # current names are kept
     ("control/gate_on", "control/gate_on"),
     ("quadrant/pos_high_frac", "quadrant/pos_high_frac"),

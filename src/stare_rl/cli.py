@@ -1,4 +1,4 @@
-"""``stare`` command line: ``stare {train,eval,probe,report,compare,check-verl} ...``.
+"""``stare`` command line: ``stare {train,eval,probe,report,compare,check-verl,verl-dryrun} ...``.
 
 Each subcommand lives in :mod:`stare_rl.commands.<name>` and exposes ``main(argv) -> int``; they are imported
 lazily so that ``stare --help`` does not import TRL or verl.
@@ -18,11 +18,12 @@ COMMANDS = {
     "report": "Render plots and an HTML page from run directories.",
     "compare": "Run a grid of methods x seeds with identical budgets and report them side by side.",
     "check-verl": "Check that verl loads the stare-rl plugin: versions, entry point, registered names.",
+    "verl-dryrun": "Run a verl recipe for a few steps on the CPU with a tiny model and data built offline.",
 }
 
 def _usage() -> str:
     lines = ["usage: stare <command> [options]", "", "commands:"]
-    lines += [f"  {name:<10} {help_}" for name, help_ in COMMANDS.items()]
+    lines += [f"  {name:<11} {help_}" for name, help_ in COMMANDS.items()]
     lines += ["", "Run `stare <command> --help` for the options of a command."]
     return "\n".join(lines)
 

@@ -185,3 +185,23 @@ def test_held_out_curves_are_drawn_and_summarised(tmp_path: Path) -> None:
     assert (row["curve:pass@1 start"], row["curve:pass@1 final"], row["curve:pass@1 max"]) == (0.30, 0.50, 0.50)
     assert (row["curve:pass@32 start"], row["curve:pass@32 final"], row["curve:pass@32 max"]) == (0.90, 0.80, 0.90)
     assert row["entropy_start"] == rows[0]["actor/entropy"]  # the step-0 eval line carries no training metric
+
+
+def test_verl_file_logger_run_is_read_under_the_one_namespace(tmp_path: Path) -> None:
+    """A verl run (`stare verl-dryrun`): verl's file logger lines ``{"step", "data"}`` with the actor's
+    ``actor/loss/<key>`` names and run_config.json's method and target render like a TRL run."""
+    from stare_rl.analysis.report import build_report
+
+    lines = [{"step": s, "data": {"actor/entropy": 2.8 - 0.1 * s, "control/batch_entropy": 2.8 - 0.1 * s,
+                                  "control/gate_on": 1.0, "control/reweight_w": 1.1 + 0.01 * s,
+                                  "actor/loss/reweight_w": 1.1 + 0.01 * s, "actor/pg_loss": -0.05, "actor/loss": -0.05}}
+             for s in (1, 2, 3)]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (tmp_path / "run_config.json").write_text(json.dumps({"engine": "verl", "method": "stare", "target_entropy": 5.0}))
+    run = read_run(tmp_path)
+    assert run is not None and (run.method, run.target_entropy) == ("stare", 5.0)
+    assert [s for s, _ in run.series["loss/reweight_w"]] == [1, 2, 3]
+    assert [v for _, v in run.series["loss/reweight_w"]] == pytest.approx([1.11, 1.12, 1.13])
+    assert run.series["actor/loss"] == [(1, -0.05), (2, -0.05), (3, -0.05)]  # verl's own total loss kept
+    build_report([tmp_path], tmp_path / "report")
+    assert {"entropy", "method"} <= {p.stem for p in (tmp_path / "report").glob("*.png")}

@@ -13,7 +13,8 @@
 A method declares which of its metrics are worth plotting at registration
 (``register_method(..., metrics=(MetricSpec(...), ...))``); reports and tables read them from the registry.
 Runs written before this namespace (``stare/<key>`` from TRL, ``stare_rl/<key>`` and ``actor/<method>/<key>``
-from verl) are read under the current names by :func:`current_name`.
+from verl) are read under the current names by :func:`current_name`, and so is ``actor/loss/<key>``: verl's
+actor prefixes every policy-loss metric with ``actor/``, which no plugin can change.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def current_name(key: str, methods: Iterable[str] = ()) -> str:
         rest = key.removeprefix("stare/")
         return CONTROL + rest if _legacy_is_control(rest) else LOSS + rest
     head, _, rest = key.partition("/")
+    if head == "actor" and rest.startswith(LOSS) and rest != LOSS:  # verl's actor prefixes the loss's metrics
+        return rest
     if head == "actor" and "/" in rest and rest.split("/", 1)[0] in set(methods):
         return LOSS + rest.split("/", 1)[1]
     if rest and "/" not in rest and head in set(methods):

@@ -193,7 +193,9 @@ def iter_metrics(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]
 
     The one reader of the format. Tolerant: a line that is not a JSON object (a run killed mid-write leaves at
     most one partial last line) is skipped with a ``logging`` warning naming the file and line. A run directory
-    holding only ``metrics.jsonl.gz`` (committed results are gzipped) is read from that file.
+    holding only ``metrics.jsonl.gz`` (committed results are gzipped) is read from that file. verl's ``file``
+    logger writes ``{"step": n, "data": {metric: value}}`` per step; such a line is read as ``{"step": n,
+    **data}``, so a verl run's log is a ``metrics.jsonl`` too.
     """
     path = metrics_path(path)
     raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
@@ -210,6 +212,8 @@ def iter_metrics(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]
         if not isinstance(row, dict):
             logger.warning("%s:%d: not a JSON object; line skipped", path, lineno)
             continue
+        if set(row) == {"step", "data"} and isinstance(row["data"], dict):  # verl's file logger
+            row = {**row["data"], "step": row["step"]}
         yield lineno, row
 
 

@@ -32,6 +32,7 @@ from stare_rl.engines.verl.cpu import PLATFORM_ENV, PLATFORM_NAME, ROLLOUT_NAME
 DATA_SOURCE = "stare_rl/arithmetic"
 CHAT_TEMPLATE = "{{- bos_token -}}{%- for m in messages -%}{{- m['content'] -}}{%- endfor -%}"
 EXACT_MODULE = "stare_rl.engines.verl.main"
+FP32_MIXED_PRECISION = "{param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"  # FSDP's default param dtype is bf16
 PLAIN_MODULE = "verl.trainer.main_ppo"
 
 
@@ -91,6 +92,7 @@ def cpu_overrides(assets: dict[str, str], out: str | Path, steps: int, *, batch:
         "actor_rollout_ref.model.enable_gradient_checkpointing=false",
         "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
         f"{a}.strategy=fsdp2", f"{ref}.strategy=fsdp2", f"{a}.fsdp_config.dtype=float32", f"{ref}.fsdp_config.dtype=float32",
+        *(f"+{role}.fsdp_config.mixed_precision={FP32_MIXED_PRECISION}" for role in (a, ref)),
         f"{a}.ppo_mini_batch_size={batch}", f"{a}.use_dynamic_bsz=false", f"{a}.ppo_micro_batch_size_per_gpu={batch * n}",
         f"{a}.optim.lr=1e-3",
         f"{r}.name={ROLLOUT_NAME}", f"{r}.n={n}", f"{r}.dtype=float32", f"{r}.tensor_model_parallel_size=1",
@@ -123,38 +125,48 @@ def recipe_location(recipe: str) -> tuple[str, str]:
     raise ValueError(f"recipe={recipe!r}: neither a YAML file nor a shipped recipe (one of {shipped})")
 
 
-def entry_module(config_dir: str, name: str, overrides: list[str]) -> str:
-    """The exact entry point when the composed config asks for it (``trainer.v1.trainer_mode=stare_rl``)."""
+def compose_config(config_dir: str, name: str, overrides: list[str]) -> Any:
+    """The run's verl config, composed by verl's own Hydra loader (as the launched entry point will)."""
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=config_dir, version_base=None):
-        cfg = compose(config_name=name, overrides=overrides)
+        return compose(config_name=name, overrides=overrides)
+
+
+def entry_module(cfg: Any) -> str:
+    """The exact entry point when the composed config asks for it (``trainer.v1.trainer_mode=stare_rl``)."""
     mode = cfg.trainer.get("v1", {}).get("trainer_mode", "sync") if cfg.trainer.get("use_v1", False) else "sync"
     return EXACT_MODULE if mode == "stare_rl" else PLAIN_MODULE
 
 
+def run_info(cfg: Any, recipe: str, module: str) -> dict[str, Any]:
+    """What ``stare report`` reads from ``run_config.json``: the method (loss mode) and the target entropy."""
+    policy_loss = cfg.actor_rollout_ref.actor.policy_loss
+    method = str(policy_loss.get("loss_mode", "vanilla")).removeprefix("stare_rl.")
+    target = policy_loss.get(f"{method}_target_entropy", None)  # the method's own field (ours: <method>_<field>)
+    return {"engine": "verl", "recipe": recipe, "entry_point": module, "method": method,
+            "target_entropy": target, "seed": cfg.data.get("seed", None)}
+
+
 def dryrun_command(recipe: str, out: str | Path, steps: int, user_overrides: list[str], *,
                    module: str | None = None) -> tuple[list[str], dict[str, str]]:
-    """``(argv, assets)``: the verl command line of the dry run (its environment: :func:`dryrun_env`)."""
+    """``(argv, assets)``: the verl command line of the dry run (its environment: :func:`dryrun_env`). Writes
+    ``<out>/run_config.json`` (:func:`run_info`), so that ``stare report <out>`` labels the run."""
     config_dir, name = recipe_location(recipe)
     assets = build_assets(Path(out) / "assets")
     overrides = cpu_overrides(assets, out, steps) + list(user_overrides)
-    module = module or entry_module(config_dir, name, overrides)
+    cfg = compose_config(config_dir, name, overrides)
+    module = module or entry_module(cfg)
+    (Path(out) / "run_config.json").write_text(json.dumps(run_info(cfg, recipe, module), indent=2))
     return [sys.executable, "-m", module, f"--config-path={config_dir}", f"--config-name={name}", *overrides], assets
 
 
-def dryrun_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of the dry run: the CPU platform, one thread per process, quiet tokenizers."""
+def dryrun_env(base: dict[str, str] | None = None, *, metrics_path: str | Path | None = None) -> dict[str, str]:
+    """The environment of the dry run: the CPU platform, one thread per process, quiet tokenizers, and where
+    verl's ``file`` logger writes (it truncates the file: give each run its own)."""
     env = dict(os.environ if base is None else base)
     env.update({PLATFORM_ENV: PLATFORM_NAME, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
                 "RAY_DEDUP_LOGS": "0", "HYDRA_FULL_ERROR": "1", "TRL_EXPERIMENTAL_SILENCE": "1"})
+    if metrics_path is not None:
+        env["VERL_FILE_LOGGER_PATH"] = str(Path(metrics_path).expanduser().resolve())
     return env
-
-
-def read_file_logger(path: str | Path) -> list[dict[str, Any]]:
-    """The per-step metrics verl's ``file`` logger wrote (one JSON object per line)."""
-    rows = []
-    for line in Path(path).read_text().splitlines():
-        if line.strip():
-            rows.append(json.loads(line))
-    return rows

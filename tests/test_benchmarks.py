@@ -1,0 +1,76 @@
+"""Benchmarks cannot rot: every script under ``benchmarks/`` runs here at tiny sizes with one repeat, as a user
+runs it (a subprocess of this Python, the worktree's code first on the path), and prints its table.
+
+The timings are meaningless at these sizes; what is checked is that each script runs to its table with the
+library as it is now (a method that gained a new input, a renamed config field, a changed trainer hook...).
+A new script without a smoke run here fails :func:`test_every_benchmark_script_has_a_smoke_run`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+
+# script -> (tiny arguments, text its output must contain, needs TRL, seconds-scale: marked slow)
+SMOKE: dict[str, tuple[list[str], list[str], bool, bool]] = {
+    "bench_losses.py": (["--batch", "8", "--seq", "16", "--repeats", "1", "--warmup", "0"],
+                        ["x per-round", "vanilla ", "steer ", "stare (C2)"], False, False),
+    "bench_entropy_memory.py": (["--tokens", "64", "--vocab", "500", "--chunks", "32", "--dtype", "float32"],
+                                ["naive log_softmax", "chunked, chunk=32", "same results"], False, True),
+    "bench_step_vocab.py": (["--vocab", "64", "--hidden", "16", "--batch", "4", "--generations", "2",
+                             "--completion", "4", "--steps", "1", "--warmup", "0", "--repeats", "1",
+                             "--variants", "plain,stare"], ["x plain", "plain ", "stare ", "gate_on 1"], True, True),
+    "bench_trl_overhead.py": (["--steps", "2", "--warmup", "0", "--repeats", "1", "--batch", "16"],
+                              ["of plain TRL", "vanilla ", "stare "], True, True),
+    "repro_kernels.py": (["1", "--steps", "2", "--eval-rows", "8", "--train-rows", "512"],
+                         ["cpu_capability=", "weights="], True, True),
+}
+
+
+def test_every_benchmark_script_has_a_smoke_run() -> None:
+    scripts = sorted(p.name for p in BENCH.glob("*.py") if not p.name.startswith("_"))
+    assert scripts == sorted(SMOKE), f"benchmarks without a smoke run here: {sorted(set(scripts) - set(SMOKE))}"
+
+
+def _params() -> list:
+    return [pytest.param(name, marks=[pytest.mark.slow] if slow else [], id=name)
+            for name, (_, _, _, slow) in SMOKE.items()]
+
+
+@pytest.mark.parametrize("script", _params())
+def test_benchmark_runs_at_tiny_size(script: str, tmp_path: Path) -> None:
+    argv, expected, needs_trl, _ = SMOKE[script]
+    if needs_trl:
+        pytest.importorskip("trl")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, str(BENCH / script), *argv], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, f"{script} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    for text in expected:
+        assert text in proc.stdout, (script, text, proc.stdout[-3000:])
+
+
+def test_bench_losses_builds_the_inputs_every_method_declares() -> None:
+    """The batch carries the old policy's entropy because a registered method declares it (STEER), not by name."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_losses
+    finally:
+        sys.path.remove(str(BENCH))
+    from stare_rl.core.registry import get_method, list_methods
+
+    needs_old = [m for m in list_methods() if get_method(m).needs_old_entropy]
+    assert "steer" in needs_old
+    assert bench_losses.make_batch(8, 16).old_entropy is not None
+    assert bench_losses.make_batch(8, 16, old_entropy=False).old_entropy is None
+    batch = bench_losses.make_batch(8, 16)
+    for name, step in bench_losses.variants().items():  # every variant computes a finite loss on that batch
+        loss = step(batch)
+        assert loss.isfinite(), name
