@@ -50,6 +50,9 @@ def verl_config(*overrides: str):
     (["actor_rollout_ref.actor.policy_loss.loss_mode=stare_rl.steer"], "old policy's entropy"),
     (["actor_rollout_ref.actor.policy_loss.loss_mode=high_entropy"], "actor's entropy"),
     (["actor_rollout_ref.actor.policy_loss.loss_mode=stare_rl.entropic"], "keep state across steps"),
+    (["actor_rollout_ref.actor.policy_loss.loss_mode=stare",  # a relative target needs the start entropy
+      "+actor_rollout_ref.actor.policy_loss.stare_target_entropy=0.5x"], "keep state across steps"),
+    (["actor_rollout_ref.actor.policy_loss.loss_mode=entrocraft"], "keep state across steps"),
 ])
 def test_reasons_follow_the_methods_needs(overrides: list[str], needs: str | None) -> None:
     reasons = G.entry_point_reasons(verl_config(*overrides))
