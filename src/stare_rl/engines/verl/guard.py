@@ -23,7 +23,7 @@ from typing import Any
 
 from stare_rl.control.base import is_memoryless
 from stare_rl.control.step import StepController
-from stare_rl.core.registry import get_method
+from stare_rl.core.registry import BASELINE_METHOD, get_method
 
 PLAIN_MODULE = "verl.trainer.main_ppo"
 ENTRY_MODULE = "stare_rl.engines.verl.main"
@@ -40,7 +40,7 @@ def entry_point_reasons(config: Any) -> list[str]:
     from stare_rl.engines.verl.adapter import method_config
 
     policy_loss = config.actor_rollout_ref.actor.policy_loss
-    loss_fn = POLICY_LOSS_REGISTRY.get(str(policy_loss.get("loss_mode", "vanilla")))
+    loss_fn = POLICY_LOSS_REGISTRY.get(str(policy_loss.get("loss_mode", BASELINE_METHOD)))  # verl's default
     name = getattr(loss_fn, "_stare_rl_method", None)  # None: verl's own loss (or unknown: verl says so)
     if name is None:
         return []

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from stare_rl.core.registry import BASELINE_METHOD
 from stare_rl.engines.verl.cpu import PLATFORM_ENV, PLATFORM_NAME, ROLLOUT_NAME
 
 DATA_SOURCE = "stare_rl/arithmetic"
@@ -142,7 +143,7 @@ def entry_module(cfg: Any) -> str:
 def run_info(cfg: Any, recipe: str, module: str) -> dict[str, Any]:
     """What ``stare report`` reads from ``run_config.json``: the method (loss mode) and the target entropy."""
     policy_loss = cfg.actor_rollout_ref.actor.policy_loss
-    method = str(policy_loss.get("loss_mode", "vanilla")).removeprefix("stare_rl.")
+    method = str(policy_loss.get("loss_mode", BASELINE_METHOD)).removeprefix("stare_rl.")
     target = policy_loss.get(f"{method}_target_entropy", None)  # the method's own field (ours: <method>_<field>)
     return {"engine": "verl", "recipe": recipe, "entry_point": module, "method": method,
             "target_entropy": target, "seed": cfg.data.get("seed", None)}
