@@ -91,6 +91,23 @@ def test_stare_exact_gate_and_weight_schedule_checkpoint_and_resume(tmp_path: Pa
     assert controller_state(tmp_path, 3)["schedule"]["reweight_w"] == pytest.approx(w + ALPHA)
 
 
+def test_stare_weight_control_auto_through_the_exact_entry_point(tmp_path: Path) -> None:
+    """weight_control='auto': the PI controller sets the strength u = log W (M = 1/W) once per step on the
+    driver; far below the target it rises at its rate limit (0.25 per step) from u = 0, and the loss uses it."""
+    overrides = [f"{PL}.stare_target_entropy=5.0", f"+{PL}.stare_weight_control=auto"]
+    command, rows = run("stare_qwen25_math_1p5b", tmp_path, 2, overrides, "auto")
+    assert command[2] == EXACT_MODULE and [r["step"] for r in rows] == [1, 2]
+    for step, row in enumerate(rows, start=1):
+        d = row["data"]
+        finite(row, "actor/loss/")
+        assert d["control/auto_rate_limited"] == 1.0 and d["control/auto_strength"] == pytest.approx(0.25 * step)
+        assert d["control/reweight_w"] == pytest.approx(math.exp(0.25 * step))
+        assert d["control/reweight_m"] == pytest.approx(math.exp(-0.25 * step))
+        assert d["actor/loss/reweight_w"] == pytest.approx(d["control/reweight_w"], rel=1e-6)
+    state = controller_state(tmp_path, 2)["auto"]
+    assert state["steps"] == 2 and state["strength"] == pytest.approx(0.5)
+
+
 def test_steer_through_the_exact_entry_point(tmp_path: Path) -> None:
     """STEER needs the old policy's entropy, which only the entry point hands the loss."""
     command, rows = run("steer_qwen25_math_1p5b", tmp_path, 2, [], "steer")
