@@ -33,7 +33,7 @@ def run(recipe: str, out: Path, steps: int, overrides: list[str], tag: str) -> t
     command, _ = dryrun_command(recipe, out, steps, overrides)
     metrics = out / (METRICS_FILE if tag == "first" else f"metrics_{tag}.jsonl")  # the first: `stare report`
     proc = subprocess.run(command, env=dryrun_env(metrics_path=metrics), capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, cwd=out)
     (out / f"log_{tag}.txt").write_text(proc.stdout + proc.stderr)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
