@@ -142,14 +142,13 @@ def test_dry_run_reward_gives_partial_credit() -> None:
 @pytest.mark.parametrize("recipe", ["stare_qwen25_math_1p5b", "steer_qwen25_math_1p5b", "grpo_ds_qwen25_math_1p5b"])
 def test_cpu_overrides_compose_and_validate_with_verls_loader(recipe: str, assets: dict[str, str],
                                                               tmp_path: Path) -> None:
-    from hydra import compose, initialize_config_dir
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
     config_dir, name = D.recipe_location(recipe)
     overrides = D.cpu_overrides(assets, tmp_path, 2)
-    with initialize_config_dir(config_dir=config_dir, version_base=None):
-        cfg = compose(config_name=name, overrides=overrides)
+    assert f"hydra.run.dir={tmp_path.resolve() / 'hydra'}" in overrides  # no ./outputs/ in the user's cwd
+    cfg = D.compose_config(config_dir, name, overrides)
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
     assert cfg.actor_rollout_ref.rollout.name == cpu.ROLLOUT_NAME and cfg.actor_rollout_ref.actor.strategy == "fsdp2"
     assert cfg.trainer.total_training_steps == 2 and cfg.actor_rollout_ref.model.path == assets["model"]

@@ -33,7 +33,7 @@ def run(recipe: str, out: Path, steps: int, overrides: list[str], tag: str) -> t
     command, _ = dryrun_command(recipe, out, steps, overrides)
     metrics = out / (METRICS_FILE if tag == "first" else f"metrics_{tag}.jsonl")  # the first: `stare report`
     proc = subprocess.run(command, env=dryrun_env(metrics_path=metrics), capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, cwd=out)
     (out / f"log_{tag}.txt").write_text(proc.stdout + proc.stderr)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
@@ -89,6 +89,23 @@ def test_stare_exact_gate_and_weight_schedule_checkpoint_and_resume(tmp_path: Pa
     assert [r["step"] for r in resumed] == [3]  # verl resumed from global_step_2
     assert resumed[0]["data"]["control/reweight_w"] == pytest.approx(w + ALPHA)  # from the checkpointed W
     assert controller_state(tmp_path, 3)["schedule"]["reweight_w"] == pytest.approx(w + ALPHA)
+
+
+def test_stare_weight_control_auto_through_the_exact_entry_point(tmp_path: Path) -> None:
+    """weight_control='auto': the PI controller sets the strength u = log W (M = 1/W) once per step on the
+    driver; far below the target it rises at its rate limit (0.25 per step) from u = 0, and the loss uses it."""
+    overrides = [f"{PL}.stare_target_entropy=5.0", f"+{PL}.stare_weight_control=auto"]
+    command, rows = run("stare_qwen25_math_1p5b", tmp_path, 2, overrides, "auto")
+    assert command[2] == EXACT_MODULE and [r["step"] for r in rows] == [1, 2]
+    for step, row in enumerate(rows, start=1):
+        d = row["data"]
+        finite(row, "actor/loss/")
+        assert d["control/auto_rate_limited"] == 1.0 and d["control/auto_strength"] == pytest.approx(0.25 * step)
+        assert d["control/reweight_w"] == pytest.approx(math.exp(0.25 * step))
+        assert d["control/reweight_m"] == pytest.approx(math.exp(-0.25 * step))
+        assert d["actor/loss/reweight_w"] == pytest.approx(d["control/reweight_w"], rel=1e-6)
+    state = controller_state(tmp_path, 2)["auto"]
+    assert state["steps"] == 2 and state["strength"] == pytest.approx(0.5)
 
 
 def test_steer_through_the_exact_entry_point(tmp_path: Path) -> None:

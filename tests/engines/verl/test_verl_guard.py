@@ -77,10 +77,10 @@ def test_guard_is_inert_outside_plain_main_ppo() -> None:
 
 
 @pytest.mark.slow  # verl's real main_ppo in a fresh interpreter: ~15 s of imports
-def test_plain_main_ppo_refuses_steer_before_ray_starts() -> None:
+def test_plain_main_ppo_refuses_steer_before_ray_starts(tmp_path) -> None:
     argv = [TARGET, "actor_rollout_ref.actor.policy_loss.loss_mode=stare_rl.steer"]
     proc = subprocess.run([sys.executable, "-m", G.PLAIN_MODULE, *argv], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
+                          timeout=300, env={**os.environ, "HYDRA_FULL_ERROR": "1"}, cwd=tmp_path)  # Hydra's outputs/
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out
     assert "cannot run through plain python -m verl.trainer.main_ppo" in out and "old policy's entropy" in out
