@@ -109,6 +109,7 @@ def cpu_overrides(assets: dict[str, str], out: str | Path, steps: int, *, batch:
         f"trainer.save_freq={steps}", f"trainer.default_local_dir={out / 'checkpoints'}",
         "trainer.logger=[console,file]", "trainer.resume_mode=auto",
         "ray_kwargs.ray_init.num_cpus=8", "+ray_kwargs.ray_init.num_gpus=1",
+        f"hydra.run.dir={out / 'hydra'}",  # Hydra's log folder under --out, not ./outputs/<date> in the cwd
     ]
 
 
@@ -127,9 +128,11 @@ def recipe_location(recipe: str) -> tuple[str, str]:
 
 
 def compose_config(config_dir: str, name: str, overrides: list[str]) -> Any:
-    """The run's verl config, composed by verl's own Hydra loader (as the launched entry point will)."""
+    """The run's verl config, composed by verl's own Hydra loader (as the launched entry point will; overrides of
+    Hydra's own settings, ``hydra.*``, only apply to a launched run)."""
     from hydra import compose, initialize_config_dir
 
+    overrides = [o for o in overrides if not o.lstrip("+~").startswith("hydra.")]
     with initialize_config_dir(config_dir=config_dir, version_base=None):
         return compose(config_name=name, overrides=overrides)
 
@@ -143,7 +146,7 @@ def entry_module(cfg: Any) -> str:
 def run_info(cfg: Any, recipe: str, module: str) -> dict[str, Any]:
     """What ``stare report`` reads from ``run_config.json``: the method (loss mode) and the target entropy."""
     policy_loss = cfg.actor_rollout_ref.actor.policy_loss
-    method = str(policy_loss.get("loss_mode", BASELINE_METHOD)).removeprefix("stare_rl.")  # verl's default mode
+    method = str(policy_loss.get("loss_mode", BASELINE_METHOD)).removeprefix("stare_rl.")
     target = policy_loss.get(f"{method}_target_entropy", None)  # the method's own field (ours: <method>_<field>)
     return {"engine": "verl", "recipe": recipe, "entry_point": module, "method": method,
             "target_entropy": target, "seed": cfg.data.get("seed", None)}
