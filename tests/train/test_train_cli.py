@@ -85,7 +85,7 @@ def test_warmstart_fields_are_validated_before_compute(tmp_path: Path, capsys: p
                           (["--warmstart_seed", "-1"], "warmstart_seed=-1 must be an integer >= 0"),
                           (["--tiny_hidden_size", "130"], "tiny_hidden_size=130 must be divisible by num_heads=4"),
                           (["--tiny_num_layers", "0"], "tiny_num_layers=0 must be a positive integer"),
-                          (["--tiny_num_heads", "3"], "tiny_hidden_size=128 must be divisible by num_heads=3"),
+                          (["--tiny_num_heads", "3"], "tiny_hidden_size=64 must be divisible by num_heads=3"),
                           (["--warmstart_correct_frac", "1.2"], "warmstart_correct_frac=1.2 must be in [0, 1]"),
                           (["--warmstart_lr_scheduler", "step"], "warmstart_lr_scheduler='step' is not one of"),
                           (["--warmstart_stop_on_metric", "maybe"], "warmstart_stop_on_metric"),
@@ -97,11 +97,11 @@ def test_warmstart_fields_are_validated_before_compute(tmp_path: Path, capsys: p
 
 
 def _embedded_warmstart() -> dict[str, object]:
-    """The embedded default.yaml's warm-start settings as WarmStartConfig keyword arguments."""
+    """The embedded default.yaml's warm-start settings and tiny-model shape as WarmStartConfig keyword arguments."""
     from stare_rl.train.config import load_yaml_config
 
-    return {k.removeprefix("warmstart_"): v for k, v in load_yaml_config(None).items()
-            if k.startswith("warmstart_") and k != "warmstart_seed"}
+    return {k.removeprefix("warmstart_").removeprefix("tiny_"): v for k, v in load_yaml_config(None).items()
+            if k.startswith(("warmstart_", "tiny_")) and k != "warmstart_seed"}
 
 
 @pytest.mark.slow
