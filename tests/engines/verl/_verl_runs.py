@@ -20,8 +20,10 @@ previous run's named actors are gone and its resources free before the next star
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -66,14 +68,30 @@ def start_ray(first_argv: list[str]) -> None:
         kwargs["_system_config"] = {"preload_python_modules": list(PRELOAD),
                                     "num_prestart_python_workers": int(os.environ["STARE_E2E_PRELOAD"])}
     for attempt in (1, 2):  # Ray gives its raylet 30 s to register, which a loaded 2-core machine can miss
+        before = children()
         try:
             ray.init(**kwargs)
             return
         except Exception as err:  # noqa: BLE001 - retried once, then raised
             print(f"===== ray.init attempt {attempt} failed: {err}", flush=True)
             ray.shutdown()
+            for pid in children() - before:  # the failed start's GCS, monitor, dashboard: ray.shutdown leaves them
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
             if attempt == 2:
                 raise
+
+
+def children() -> set[int]:
+    """This process's child processes (from /proc)."""
+    me, found = str(os.getpid()), set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                if stat[stat.rindex(")") + 2:].split()[1] == me:
+                    found.add(int(entry))
+    return found
 
 
 def wait_previous_run_gone(timeout: float = 120.0) -> None:
