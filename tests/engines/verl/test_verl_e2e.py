@@ -2,6 +2,11 @@
 of shipped recipes through ``stare verl-dryrun``'s command (Ray local, FSDP2 on CPU, the hf rollout, a tiny
 Qwen2 built offline), 2-3 steps each. Marked ``verl_e2e`` (``scripts/test.sh --fast`` skips them).
 
+One Ray cluster for all runs: the session fixture :func:`verl_runs` hands every dry-run command the selected
+tests need to one driver process (``_verl_runs.py``), which starts Ray once and calls each command's entry point
+(its Hydra ``main``, with the command's arguments) in turn; verl's ``run_ppo`` reuses the running Ray. A launch
+per run paid the interpreter's imports and Ray's start-up each time (~30 s of ~65 s per 2-step run, idle).
+
 Not deterministic across a resume: the rollout server's sampling RNG is not part of verl's checkpoint, so a
 resumed step samples other responses than an uninterrupted run would; the controller state and the step count
 are what must continue, and they are checked exactly.
@@ -12,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,24 +26,73 @@ import pytest
 pytest.importorskip("verl")
 pytest.importorskip("ray")
 
-from stare_rl.engines.verl.cpu.dryrun import EXACT_MODULE, PLAIN_MODULE, dryrun_command, dryrun_env  # noqa: E402
+from stare_rl.engines.verl.cpu.dryrun import EXACT_MODULE, PLAIN_MODULE, dryrun_command  # noqa: E402
 from stare_rl.io.runlog import CONTROLLER_FILE, METRICS_FILE  # noqa: E402
 
 pytestmark = pytest.mark.verl_e2e
 PL = "actor_rollout_ref.actor.policy_loss"
 ALPHA = 0.01  # STARE's weight_alpha default (the W/M schedule's step)
+TARGET = 5.0  # nats, above the tiny model's ~2.8: the gate is on
+DRIVER = Path(__file__).with_name("_verl_runs.py")
+
+# tag -> (recipe, run folder, steps, overrides); "resumed" continues "first" in the same folder
+RUNS: dict[str, tuple[str, str, int, list[str]]] = {
+    "first": ("stare_qwen25_math_1p5b", "paper", 2,
+              [f"{PL}.stare_target_entropy={TARGET}", f"+{PL}.stare_weight_control=paper"]),
+    "resumed": ("stare_qwen25_math_1p5b", "paper", 3,
+                [f"{PL}.stare_target_entropy={TARGET}", f"+{PL}.stare_weight_control=paper"]),
+    "auto": ("stare_qwen25_math_1p5b", "auto", 2,
+             [f"{PL}.stare_target_entropy={TARGET}", f"+{PL}.stare_weight_control=auto"]),
+    "steer": ("steer_qwen25_math_1p5b", "steer", 2, []),
+    "grpo": ("grpo_ds_qwen25_math_1p5b", "grpo", 2,
+             [f"{PL}._target_=stare_rl.engines.verl.adapter.StareRLPolicyLossConfig", f"{PL}.loss_mode=stare",
+              f"+{PL}.stare_target_entropy=0.0"]),
+}
+NEEDS = {  # test -> the runs it reads, in launch order
+    "test_stare_exact_gate_and_weight_schedule_checkpoint_and_resume": ["first", "resumed"],
+    "test_stare_weight_control_auto_through_the_exact_entry_point": ["auto"],
+    "test_steer_through_the_exact_entry_point": ["steer"],
+    "test_baseline_through_plain_main_ppo": ["grpo"],
+}
 
 
-def run(recipe: str, out: Path, steps: int, overrides: list[str], tag: str) -> tuple[list[str], list[dict]]:
-    """Run the dry-run command; return it and verl's file-logger rows (one per step)."""
-    command, _ = dryrun_command(recipe, out, steps, overrides)
-    metrics = out / (METRICS_FILE if tag == "first" else f"metrics_{tag}.jsonl")  # the first: `stare report`
-    proc = subprocess.run(command, env=dryrun_env(metrics_path=metrics), capture_output=True, text=True,
-                          timeout=600, cwd=out)
-    (out / f"log_{tag}.txt").write_text(proc.stdout + proc.stderr)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-    return command, rows
+class Runs:
+    """The driver's results: each run's command, folder and verl file-logger rows (one per step)."""
+
+    def __init__(self, root: Path, plan: list[dict[str, Any]]) -> None:
+        self.root, self.plan = root, {r["tag"]: r for r in plan}
+
+    def get(self, tag: str) -> tuple[list[str], Path, list[dict]]:
+        run = self.plan[tag]
+        out = Path(run["out"])
+        result_file = out / f"run_{tag}.json"
+        log = (self.root / "log.txt").read_text(errors="replace")
+        assert result_file.is_file(), f"run {tag} did not finish; driver log:\n{log[-4000:]}"
+        result = json.loads(result_file.read_text())
+        assert result["rc"] == 0, f"run {tag}: {result.get('error')}\n{log[-3000:]}"
+        rows = [json.loads(line) for line in Path(run["metrics"]).read_text().splitlines() if line.strip()]
+        return run["argv"], out, rows
+
+
+@pytest.fixture(scope="session")
+def verl_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """Every run the selected tests of this module need, on one Ray cluster, in one driver process."""
+    selected = [i.name for i in request.session.items if i.module is not None and i.module.__name__ == __name__]
+    tags = [t for name in NEEDS if name in selected for t in NEEDS[name]]
+    root = tmp_path_factory.mktemp("verl_e2e")
+    plan = []
+    for tag in tags:
+        recipe, folder, steps, overrides = RUNS[tag]
+        out = root / folder
+        out.mkdir(exist_ok=True)
+        command, _ = dryrun_command(recipe, out, steps, overrides)
+        metrics = out / (METRICS_FILE if tag == "first" else f"metrics_{tag}.jsonl")  # the first: `stare report`
+        plan.append({"tag": tag, "argv": command, "out": str(out), "metrics": str(metrics)})
+    (root / "plan.json").write_text(json.dumps(plan, indent=1))
+    with (root / "log.txt").open("w") as log:
+        subprocess.run([sys.executable, str(DRIVER), str(root / "plan.json")], stdout=log, stderr=subprocess.STDOUT,
+                       timeout=1500, cwd=root)
+    return Runs(root, plan)
 
 
 def finite(row: dict[str, Any], prefix: str) -> dict[str, float]:
@@ -52,13 +107,12 @@ def controller_state(out: Path, step: int) -> dict[str, Any]:
     return json.loads((out / "checkpoints" / f"global_step_{step}" / CONTROLLER_FILE).read_text())["controllers"]
 
 
-def test_stare_exact_gate_and_weight_schedule_checkpoint_and_resume(tmp_path: Path) -> None:
+def test_stare_exact_gate_and_weight_schedule_checkpoint_and_resume(verl_runs: Runs) -> None:
     """STARE through the exact entry point, gate on (target 5 nats above the tiny model's ~2.8), W/M schedule
     'paper': the gate follows H < H_tgt, W grows by alpha per step, the loss sees the driver's W, the state is
     checkpointed, and a resume to step 3 continues from it."""
-    target = 5.0
-    overrides = [f"{PL}.stare_target_entropy={target}", f"+{PL}.stare_weight_control=paper"]
-    command, rows = run("stare_qwen25_math_1p5b", tmp_path, 2, overrides, "first")
+    target = TARGET
+    command, out, rows = verl_runs.get("first")
     assert command[2] == EXACT_MODULE and [r["step"] for r in rows] == [1, 2]
     w = 1.1  # the recipe's W
     for row in rows:
@@ -73,29 +127,28 @@ def test_stare_exact_gate_and_weight_schedule_checkpoint_and_resume(tmp_path: Pa
     from stare_rl.analysis.runs import read_run
     from stare_rl.commands.report import main as report_main
 
-    verl_run = read_run(tmp_path)  # `stare report` reads verl's file logger and run_config.json under the one namespace
+    verl_run = read_run(out)  # `stare report` reads verl's file logger and run_config.json under the one namespace
     assert verl_run is not None and verl_run.method == "stare" and verl_run.target_entropy == target
     assert verl_run.series["loss/reweight_w"][-1][1] == pytest.approx(w, abs=1e-6) and "control/gate_on" in verl_run.series
-    assert report_main([str(tmp_path), "--out", str(tmp_path / "report")]) == 0
-    drawn = {p.stem for p in (tmp_path / "report").glob("*.png")}
+    assert report_main([str(out), "--out", str(out / "report")]) == 0
+    drawn = {p.stem for p in (out / "report").glob("*.png")}
     assert {"entropy", "method"} <= drawn, drawn  # entropy, gate and W curves
 
-    state = controller_state(tmp_path, 2)
+    state = controller_state(out, 2)
     assert state["gate"]["gate_on"] is True
     assert state["gate"]["last_entropy"] == pytest.approx(rows[-1]["data"]["control/batch_entropy"])
     assert state["schedule"]["reweight_w"] == pytest.approx(w)
 
-    _, resumed = run("stare_qwen25_math_1p5b", tmp_path, 3, overrides, "resumed")
+    _, _, resumed = verl_runs.get("resumed")
     assert [r["step"] for r in resumed] == [3]  # verl resumed from global_step_2
     assert resumed[0]["data"]["control/reweight_w"] == pytest.approx(w + ALPHA)  # from the checkpointed W
-    assert controller_state(tmp_path, 3)["schedule"]["reweight_w"] == pytest.approx(w + ALPHA)
+    assert controller_state(out, 3)["schedule"]["reweight_w"] == pytest.approx(w + ALPHA)
 
 
-def test_stare_weight_control_auto_through_the_exact_entry_point(tmp_path: Path) -> None:
+def test_stare_weight_control_auto_through_the_exact_entry_point(verl_runs: Runs) -> None:
     """weight_control='auto': the PI controller sets the strength u = log W (M = 1/W) once per step on the
     driver; far below the target it rises at its rate limit (0.25 per step) from u = 0, and the loss uses it."""
-    overrides = [f"{PL}.stare_target_entropy=5.0", f"+{PL}.stare_weight_control=auto"]
-    command, rows = run("stare_qwen25_math_1p5b", tmp_path, 2, overrides, "auto")
+    command, out, rows = verl_runs.get("auto")
     assert command[2] == EXACT_MODULE and [r["step"] for r in rows] == [1, 2]
     for step, row in enumerate(rows, start=1):
         d = row["data"]
@@ -104,27 +157,25 @@ def test_stare_weight_control_auto_through_the_exact_entry_point(tmp_path: Path)
         assert d["control/reweight_w"] == pytest.approx(math.exp(0.25 * step))
         assert d["control/reweight_m"] == pytest.approx(math.exp(-0.25 * step))
         assert d["actor/loss/reweight_w"] == pytest.approx(d["control/reweight_w"], rel=1e-6)
-    state = controller_state(tmp_path, 2)["auto"]
+    state = controller_state(out, 2)["auto"]
     assert state["steps"] == 2 and state["strength"] == pytest.approx(0.5)
 
 
-def test_steer_through_the_exact_entry_point(tmp_path: Path) -> None:
+def test_steer_through_the_exact_entry_point(verl_runs: Runs) -> None:
     """STEER needs the old policy's entropy, which only the entry point hands the loss."""
-    command, rows = run("steer_qwen25_math_1p5b", tmp_path, 2, [], "steer")
+    command, out, rows = verl_runs.get("steer")
     assert command[2] == EXACT_MODULE and [r["step"] for r in rows] == [1, 2]
     for row in rows:
         finite(row, "actor/loss/")
         finite(row, "actor/pg_loss")
-    assert (tmp_path / "checkpoints" / "global_step_2").is_dir()
+    assert (out / "checkpoints" / "global_step_2").is_dir()
 
 
-def test_baseline_through_plain_main_ppo(tmp_path: Path) -> None:
+def test_baseline_through_plain_main_ppo(verl_runs: Runs) -> None:
     """The GRPO-ds baseline recipe through plain verl.trainer.main_ppo, with stare-rl's registered STARE loss
     and its gate off (H_tgt 0: STARE §4.3 reduces to the GRPO surrogate, every token weight 1). Plugin only:
     verl's workers load the plugin, the gate comes from the surprisal estimate, no driver-side controller."""
-    overrides = [f"{PL}._target_=stare_rl.engines.verl.adapter.StareRLPolicyLossConfig", f"{PL}.loss_mode=stare",
-                 f"+{PL}.stare_target_entropy=0.0"]
-    command, rows = run("grpo_ds_qwen25_math_1p5b", tmp_path, 2, overrides, "grpo")
+    command, out, rows = verl_runs.get("grpo")
     assert command[2] == PLAIN_MODULE and [r["step"] for r in rows] == [1, 2]
     for row in rows:
         finite(row, "actor/pg_loss")
@@ -132,4 +183,4 @@ def test_baseline_through_plain_main_ppo(tmp_path: Path) -> None:
         assert loss["actor/loss/gate_on"] == 0.0 and loss["actor/loss/mean_weight"] == 1.0  # plain GRPO
         assert not any(k.startswith("control/") for k in row["data"])
         assert row["data"]["timing_s/step"] > 0
-    assert (tmp_path / "checkpoints" / "global_step_2").is_dir()
+    assert (out / "checkpoints" / "global_step_2").is_dir()
