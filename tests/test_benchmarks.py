@@ -19,6 +19,12 @@ BENCH = ROOT / "benchmarks"
 
 # script -> (tiny arguments, text its output must contain, needs TRL, seconds-scale: marked slow)
 SMOKE: dict[str, tuple[list[str], list[str], bool, bool]] = {
+    "bench_cell_speed.py": (["--variants", "baseline,static_cache", "--steps", "1", "--warmup", "1", "--repeats", "1",
+                             "--", "--tiny_hidden_size", "16", "--tiny_num_layers", "1", "--warmstart_max_steps", "2",
+                             "--warmstart_train_rows", "64", "--warmstart_eval_rows", "8", "--warmstart_batch_size",
+                             "8", "--train_size", "64", "--eval_size", "8", "--per_device_train_batch_size", "8",
+                             "--num_generations", "4", "--cache_dir", "cache"],
+                            ["x base", "baseline ", "static_cache ", "same"], True, True),
     "bench_losses.py": (["--batch", "8", "--seq", "16", "--repeats", "1", "--warmup", "0"],
                         ["x per-round", "vanilla ", "steer ", "stare (C2)"], False, False),
     "bench_entropy_memory.py": (["--tokens", "64", "--vocab", "500", "--chunks", "32", "--dtype", "float32"],

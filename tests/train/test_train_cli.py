@@ -230,3 +230,16 @@ def test_stare_train_keeps_the_no_flag_of_a_method_boolean_that_defaults_to_true
     for method, name in true_by_default:
         plan = plan_run(["--method", method, f"--no_{name}", "--output_dir", str(tmp_path / method)])
         assert getattr(plan.setup.method_config, name) is False
+
+
+def test_an_enum_valued_field_is_saved_as_its_plain_value(tmp_path: Path) -> None:
+    """`--save_strategy no` parses to TRL's SaveStrategy enum; config.yaml must hold "no", not a Python object
+    (yaml.safe_dump refused it and stare train crashed before training)."""
+    from enum import Enum
+
+    from stare_rl.train.config import load_yaml_config
+
+    plan = train.plan_run(["--save_strategy", "no", "--output_dir", str(tmp_path / "run")])
+    assert isinstance(plan.explicit["save_strategy"], Enum)  # the parsed value, what used to crash the writer
+    train._write_config(tmp_path / "config.yaml", plan.explicit)
+    assert load_yaml_config(str(tmp_path / "config.yaml"))["save_strategy"] == "no"

@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,8 @@ def _write_config(path: Path, explicit: dict[str, Any]) -> None:
     from stare_rl.io.runlog import write_text_atomic
 
     header = "# Resolved configuration of this run; re-run with: stare train --config config.yaml\n"
-    write_text_atomic(path, header + yaml.safe_dump(explicit, sort_keys=True))
+    plain = {k: v.value if isinstance(v, Enum) else v for k, v in explicit.items()}  # e.g. save_strategy "no"
+    write_text_atomic(path, header + yaml.safe_dump(plain, sort_keys=True))
 
 
 def execute(prep: Prepared) -> tuple[Path, str | None]:
