@@ -151,3 +151,20 @@ def test_settings_are_validated() -> None:
                 {"max_value": 50}, {"sft_samples": 0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             get_task("countdown_cot", **bad)
+
+
+def test_stare_train_countdown_cot_config_keeps_its_own_warm_start(tmp_path) -> None:  # noqa: ANN001
+    """`stare train --config configs/countdown_cot.yaml` is layered on default.yaml, whose arithmetic warm start
+    mixes in wrong sums for a fixed step count; countdown_cot has no wrong completions, so its config pins the
+    stop-on-metric recipe its calibration measured (before, the run failed at the warm start)."""
+    from importlib.resources import files
+
+    from stare_rl.train.plan import plan_run
+
+    config = files("stare_rl") / "configs" / "countdown_cot.yaml"
+    plan = plan_run(["--config", str(config), "--output_dir", str(tmp_path)])
+    ws = plan.warmstart.warmstart_config()
+    assert (ws.hidden_size, ws.batch_size, ws.max_steps, ws.eval_every) == (64, 128, 500, 25)
+    assert (ws.correct_frac, ws.stop_on_metric, ws.lr_scheduler, ws.stop_avg_at_k) == (
+        1.0, True, "constant_with_warmup", 0.3)
+    assert plan.grpo.learning_rate == 1e-4 and plan.grpo.max_steps == 600

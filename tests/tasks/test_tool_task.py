@@ -164,10 +164,13 @@ def test_stare_train_task_defaults_and_turn_limit(tmp_path) -> None:  # noqa: AN
     assert plan.grpo.per_device_train_batch_size == 64 and plan.grpo.num_generations == 8
     ws = plan.warmstart.warmstart_config()
     assert (ws.batch_size, ws.eval_rows, ws.k, ws.eval_every) == (64, 64, 4, 50)
+    # not the arithmetic default's mixture recipe: the tool task has no wrong completions to mix in
+    assert (ws.hidden_size, ws.correct_frac, ws.stop_on_metric, ws.lr_scheduler) == (
+        128, 1.0, True, "constant_with_warmup")
     prep = prepare(plan)
     task = prep.task
     assert prep.train_rows[0]["prompt"] == [{"role": "user", "content": task.make_split("train", 1, 0)[0]["prompt"]}]
     assert plan.grpo.max_tool_calling_iterations == task.max_tool_calls == 4
     assert plan.grpo.max_completion_length == task.max_completion_chars + 1
     other = plan_run(["--task", "arithmetic", "--output_dir", str(tmp_path)])
-    assert other.grpo.max_steps == 400 and other.grpo.per_device_train_batch_size == 128  # untouched
+    assert other.grpo.max_steps == 800 and other.grpo.per_device_train_batch_size == 128  # untouched
