@@ -157,7 +157,7 @@ def run_one(run: dict, log_root: Path) -> dict:
         launch(argv)
     except SystemExit as err:  # Hydra exits 1 on an error it has printed
         result = {"tag": run["tag"], "rc": err.code if isinstance(err.code, int) else 1, "error": repr(err)}
-    except BaseException as err:  # noqa: BLE001 - reported to the test, which fails with it
+    except Exception as err:  # noqa: BLE001 - reported to the test, which fails with it
         result = {"tag": run["tag"], "rc": 1, "error": "".join(traceback.format_exception(err))[-4000:]}
     finally:
         os.chdir(cwd)
@@ -181,13 +181,15 @@ def main(plan_path: str) -> int:
     started = time.monotonic()
     start_ray(plan[0]["argv"])
     print(f"===== ray up in {time.monotonic() - started:.1f} s", flush=True)
-    for run in plan:
-        if os.environ.get("STARE_E2E_PRELOAD"):
-            warm(int(os.environ["STARE_E2E_PRELOAD"]))
-        print(f"===== {run_one(run, log_root)}", flush=True)
     import ray
 
-    ray.shutdown()
+    try:
+        for run in plan:
+            if os.environ.get("STARE_E2E_PRELOAD"):
+                warm(int(os.environ["STARE_E2E_PRELOAD"]))
+            print(f"===== {run_one(run, log_root)}", flush=True)
+    finally:  # also on the fixture's SIGINT (KeyboardInterrupt) at its timeout
+        ray.shutdown()
     return 0
 
 
