@@ -8,8 +8,8 @@ reuses it. Ray starts once here, with what ``run_ppo`` would give it: the first 
 and verl's runtime environment variables, set in this process before ``ray.init`` so that every worker
 inherits them, as it inherits the dry run's (:func:`~stare_rl.engines.verl.cpu.dryrun.dryrun_env`).
 
-What one launch per run would pay again and this driver pays once: the interpreter importing verl, Ray's
-start-up, and the idle Ray workers, which are kept and reused across runs (see :data:`PRELOAD`).
+What one launch per run would pay again and this driver pays once: the interpreter importing verl and Ray's
+start-up (with the driver's imports, 25-35 s of a ~135 s 2-step run on a loaded 2-core machine).
 
 verl's file logger writes ``<VERL_FILE_LOGGER_ROOT>/<project>/<experiment>.jsonl`` when no path is given (the
 workers' environment is fixed at ``ray.init``): each run gets its own experiment name, and its rows are moved
@@ -32,9 +32,6 @@ from pathlib import Path
 from stare_rl.engines.verl.cpu.dryrun import dryrun_env
 
 PROJECT = "stare_rl_e2e"
-# What verl's actors import (the task runner, TransferQueue, the agent and reward loops, the hf rollout server)
-PRELOAD = ("verl.trainer.main_ppo", "stare_rl.engines.verl.main", "transfer_queue", "verl.trainer.ppo.v1.agent_loop_tq",
-           "verl.experimental.reward_loop.reward_loop", "stare_rl.engines.verl.cpu.rollout")
 # Named actors that must be gone before the next run: TransferQueue's (cluster-wide) and the hf rollout's.
 NAMED = (("TransferQueueController", "transfer_queue"), ("stare_rl_hf_rollout_0", None))
 
@@ -64,21 +61,18 @@ def start_ray(first_argv: list[str]) -> None:
     kwargs = OmegaConf.to_container(cfg.ray_kwargs.ray_init, resolve=True)
     kwargs.pop("runtime_env", None)  # its env vars are in os.environ now: the workers inherit it
     kwargs["include_dashboard"] = False  # nothing reads it; one process less to start
-    if os.environ.get("STARE_E2E_PRELOAD"):
-        kwargs["_system_config"] = {"preload_python_modules": list(PRELOAD),
-                                    "num_prestart_python_workers": int(os.environ["STARE_E2E_PRELOAD"])}
-    for attempt in (1, 2):  # Ray gives its raylet 30 s to register, which a loaded 2-core machine can miss
+    for attempt in (1, 2, 3):  # Ray gives its raylet 30 s to register, which a loaded 2-core machine can miss
         before = children()
         try:
             ray.init(**kwargs)
             return
-        except Exception as err:  # noqa: BLE001 - retried once, then raised
+        except Exception as err:  # noqa: BLE001 - retried twice, then raised
             print(f"===== ray.init attempt {attempt} failed: {err}", flush=True)
             ray.shutdown()
-            for pid in children() - before:  # the failed start's GCS, monitor, dashboard: ray.shutdown leaves them
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGTERM)
-            if attempt == 2:
+            for pid in children() - before:  # the failed start's GCS, monitor, dashboard: ray.shutdown leaves
+                with contextlib.suppress(OSError):  # them, and Ray's monitor ignores SIGTERM (this process would
+                    os.kill(pid, signal.SIGKILL)  # then wait for it at exit instead of failing)
+            if attempt == 3:
                 raise
 
 
@@ -130,21 +124,6 @@ def launch(argv: list[str]) -> None:
     main()
 
 
-def warm(n: int) -> None:
-    """Ask Ray for ``n`` idle workers (with the preloaded modules) before the next run, without waiting."""
-    import ray
-
-    @ray.remote(num_cpus=0)
-    def noop() -> None:
-        time.sleep(1.0)
-
-    global _WARM
-    _WARM = [noop.remote() for _ in range(n)]
-
-
-_WARM: list = []
-
-
 def run_one(run: dict, log_root: Path) -> dict:
     out = Path(run["out"])
     argv = [*run["argv"], f"trainer.project_name={PROJECT}", f"trainer.experiment_name={run['tag']}"]
@@ -157,7 +136,7 @@ def run_one(run: dict, log_root: Path) -> dict:
         launch(argv)
     except SystemExit as err:  # Hydra exits 1 on an error it has printed
         result = {"tag": run["tag"], "rc": err.code if isinstance(err.code, int) else 1, "error": repr(err)}
-    except BaseException as err:  # noqa: BLE001 - reported to the test, which fails with it
+    except Exception as err:  # noqa: BLE001 - reported to the test, which fails with it
         result = {"tag": run["tag"], "rc": 1, "error": "".join(traceback.format_exception(err))[-4000:]}
     finally:
         os.chdir(cwd)
@@ -181,13 +160,13 @@ def main(plan_path: str) -> int:
     started = time.monotonic()
     start_ray(plan[0]["argv"])
     print(f"===== ray up in {time.monotonic() - started:.1f} s", flush=True)
-    for run in plan:
-        if os.environ.get("STARE_E2E_PRELOAD"):
-            warm(int(os.environ["STARE_E2E_PRELOAD"]))
-        print(f"===== {run_one(run, log_root)}", flush=True)
     import ray
 
-    ray.shutdown()
+    try:
+        for run in plan:
+            print(f"===== {run_one(run, log_root)}", flush=True)
+    finally:  # also on the fixture's SIGINT (KeyboardInterrupt) at its timeout
+        ray.shutdown()
     return 0
 
 

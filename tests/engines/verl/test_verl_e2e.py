@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,7 @@ PL = "actor_rollout_ref.actor.policy_loss"
 ALPHA = 0.01  # STARE's weight_alpha default (the W/M schedule's step)
 TARGET = 5.0  # nats, above the tiny model's ~2.8: the gate is on
 DRIVER = Path(__file__).with_name("_verl_runs.py")
+RUN_TIMEOUT_S = 600  # per run, as when each run was its own launch
 
 # tag -> (recipe, run folder, steps, overrides); "resumed" continues "first" in the same folder
 RUNS: dict[str, tuple[str, str, int, list[str]]] = {
@@ -90,8 +92,17 @@ def verl_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         plan.append({"tag": tag, "argv": command, "out": str(out), "metrics": str(metrics)})
     (root / "plan.json").write_text(json.dumps(plan, indent=1))
     with (root / "log.txt").open("w") as log:
-        subprocess.run([sys.executable, str(DRIVER), str(root / "plan.json")], stdout=log, stderr=subprocess.STDOUT,
-                       timeout=1500, cwd=root)
+        driver = subprocess.Popen([sys.executable, str(DRIVER), str(root / "plan.json")], stdout=log,
+                                  stderr=subprocess.STDOUT, cwd=root)
+        try:
+            driver.wait(timeout=RUN_TIMEOUT_S * len(plan))  # a run past its share fails its test, not the session
+        except subprocess.TimeoutExpired:
+            driver.send_signal(signal.SIGINT)  # the driver shuts Ray down on the way out
+            try:
+                driver.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                driver.kill()
+                driver.wait()
     return Runs(root, plan)
 
 
