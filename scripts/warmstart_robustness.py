@@ -66,7 +66,7 @@ def start_run(setting: str, seed: int, work: Path, extra: list[str]) -> tuple[su
     return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT), meta
 
 
-def collect(meta: dict, rc: int, out: Path) -> None:
+def collect(meta: dict, rc: int, out: Path, cpu_s: float | None = None) -> None:
     meta["log"].close()
     if rc != 0:
         print(f"{meta['name']}: exit {rc}; see {meta['log'].name} (no result written)", flush=True)
@@ -85,6 +85,7 @@ def collect(meta: dict, rc: int, out: Path) -> None:
         "warmstart": {"steps": ws["steps"], "final": ws["final"], "wall_time_s": ws["wall_time_s"]},
         "gate_on_frac": round(sum(gate) / len(gate), 4) if gate else None,
         "wall_s": round(time.time() - meta["start"], 1),
+        "cpu_s": None if cpu_s is None else round(cpu_s, 1),  # user + system CPU seconds of the run's process tree
         "load": [round(meta["load_start"], 2), round(os.getloadavg()[0], 2)],
         "machine": machine(), "commit": meta["commit"],
     }
@@ -108,7 +109,7 @@ def build_table(out: Path) -> None:
     results.sort(key=lambda r: (order.index(r["setting"]) if r["setting"] in order else 99, r["seed"]))
     rows = ["| setting | seed | warm start: SFT steps, its avg@8 / greedy (held-out train prompts) | start (test): "
             "avg@8 / greedy / pass@8 / entropy | final (test): avg@8 / greedy / pass@8 / entropy | gate on | wall | "
-            "load (start, end) | commit |", "|" + "---|" * 9]
+            "CPU s | load (start, end) | commit |", "|" + "---|" * 10]
     for r in results:
         w, s, f = r["warmstart"], r["start"], r["final"]
         gate = "-" if r["gate_on_frac"] is None else f"{100 * r['gate_on_frac']:.0f} %"
@@ -117,7 +118,8 @@ def build_table(out: Path) -> None:
             f"| {s['avg@8']:.3f} / {s['greedy_acc']:.3f} / {s['pass@8']:.3f} / {s['entropy']:.3f} "
             f"| **{f['avg@8']:.3f}** / {f['greedy_acc']:.3f} / {f['pass@8']:.3f} / {f['entropy']:.3f} "
             f"| {gate} "
-            f"| {r['wall_s'] / 60:.1f} min | {r['load'][0]}, {r['load'][1]} | {r['commit']} |")
+            f"| {r['wall_s'] / 60:.1f} min | {'-' if r.get('cpu_s') is None else round(r['cpu_s'])} "
+            f"| {r['load'][0]}, {r['load'][1]} | {r['commit']} |")
     col = {k: [r["final"][k] for r in results] for k in ("avg@8", "greedy_acc", "pass@8", "entropy")}
     start = {k: [r["start"][k] for r in results] for k in ("avg@8", "greedy_acc", "pass@8", "entropy")}
     if results:
@@ -125,7 +127,8 @@ def build_table(out: Path) -> None:
                     f"| {_ms(start['avg@8'])} / {_ms(start['greedy_acc'])} / {_ms(start['pass@8'])} / "
                     f"{_ms(start['entropy'])} | **{_ms(col['avg@8'])}** / {_ms(col['greedy_acc'])} / "
                     f"{_ms(col['pass@8'])} / {_ms(col['entropy'])} | | "
-                    f"{_ms([r['wall_s'] / 60 for r in results])} min | | |")
+                    f"{_ms([r['wall_s'] / 60 for r in results])} min | "
+                    f"{_ms([r['cpu_s'] for r in results if r.get('cpu_s') is not None])} | | |")
     machines = sorted({r["machine"] for r in results})
     text = "\n".join(rows) + f"\n\nMachine: {'; '.join(machines) or '-'}.\n"
     readme = out / "README.md"
@@ -137,7 +140,8 @@ def build_table(out: Path) -> None:
                **{f"final_{k}": _stats(v) for k, v in col.items()},
                **{f"start_{k}": _stats(v) for k, v in start.items()},
                "warmstart_avg@8": _stats([r["warmstart"]["final"]["avg@8"] for r in results]),
-               "wall_min": _stats([r["wall_s"] / 60 for r in results])}
+               "wall_min": _stats([r["wall_s"] / 60 for r in results]),
+               "cpu_s": _stats([r["cpu_s"] for r in results if r.get("cpu_s") is not None])}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
@@ -179,10 +183,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"started {meta['name']}", flush=True)
         time.sleep(5)
         for proc, meta in list(running):
-            if proc.poll() is not None:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)  # reaps it: the CPU time of its whole tree
+            if pid:
+                proc.returncode = os.waitstatus_to_exitcode(status)
                 running.remove((proc, meta))
                 failed += proc.returncode != 0
-                collect(meta, proc.returncode, args.out)
+                collect(meta, proc.returncode, args.out, usage.ru_utime + usage.ru_stime)
                 build_table(args.out)
     build_table(args.out)
     return 1 if failed else 0
