@@ -272,6 +272,9 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
         dataloader_pin_memory=False,
         bf16=False,
         fp16=False,
+        # TRL's SFTConfig turns it on by default; a tiny model has no activations worth saving, and recomputing
+        # them cost ~25 % of each step (measured: the same weights to the bit after 120 steps, CPU 35.4 -> 28.8 s)
+        gradient_checkpointing=False,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                          callbacks=[stopper])
