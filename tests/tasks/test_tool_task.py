@@ -141,6 +141,29 @@ def test_tokenizer_round_trip(tok, tmp_path) -> None:  # noqa: ANN001
     assert back.response_schema == tok.response_schema
 
 
+def test_tokenizer_reloads_exactly_next_to_its_qwen2_model(tok, tmp_path) -> None:  # noqa: ANN001
+    """A warm start saves the tokenizer next to a tiny Qwen2 model; GRPO, `stare eval` and `stare probe` reload
+    it. ``AutoTokenizer`` would pick ``Qwen2Tokenizer`` from config.json and drop every space; ours must not."""
+    from transformers import AutoTokenizer
+
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import load_tokenizer
+
+    tok.save_pretrained(tmp_path)
+    build_tiny_model(tok, hidden_size=16, num_layers=1, num_heads=2, seed=0).save_pretrained(tmp_path)
+    text = "what is 12 + 3: <call>calculator expression=12*34<eos>"
+    back = load_tokenizer(tmp_path)
+    assert back(text)["input_ids"] == tok(text)["input_ids"]
+    assert back.decode(back(text, add_special_tokens=False)["input_ids"]) == text
+    assert tok.convert_tokens_to_ids(" ") in back(text)["input_ids"]
+    msgs = [{"role": "user", "content": "7*8-6="}, *_episode("7*8", "56-6", answer="50")]
+    assert back.apply_chat_template(msgs, tokenize=True, return_dict=False) == tok.apply_chat_template(
+        msgs, tokenize=True, return_dict=False)
+    assert back.response_schema == tok.response_schema
+    # what this guards against (transformers 5): the model type's tokenizer class rebuilds the pre-tokenizer
+    assert AutoTokenizer.from_pretrained(tmp_path)(text)["input_ids"] != tok(text)["input_ids"]
+
+
 def test_tool_suffix_ids_match_trl(tok) -> None:  # noqa: ANN001
     """The evaluation loop appends exactly the tokens TRL's GRPOTrainer appends after a tool call."""
     from trl import GRPOTrainer

@@ -159,11 +159,12 @@ def _tool_task(args: argparse.Namespace) -> Any:
 
 
 def _evaluate_tool_task(args: argparse.Namespace, task: Any) -> tuple[dict[str, Any], str]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from stare_rl.evaluation.tools import evaluate_tool_task
+    from stare_rl.models.tokenizer import load_tokenizer
 
-    model, tokenizer = AutoModelForCausalLM.from_pretrained(args.model), AutoTokenizer.from_pretrained(args.model)
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(args.model), load_tokenizer(args.model)
     rows = task.make_split("test", args.n or DEFAULT_PROMPTS, args.seed)
     metrics = evaluate_tool_task(model, tokenizer, task, rows, k=args.k, temperature=args.temperature,
                                  max_completion_length=args.max_new_tokens, batch_size=args.batch_size,

@@ -55,7 +55,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
+
+    from stare_rl.models.tokenizer import load_tokenizer
 
     if args.model == "tiny-random":
         from stare_rl.models.tiny import build_tiny_model
@@ -71,7 +73,7 @@ def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
         path = warm_start(args.task, cache_dir(args.cache_dir))
     if not path.is_dir():
         raise ValueError(f"--model={args.model!r}: no such directory")
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tok = load_tokenizer(path, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
     return model, tok, str(path)
 

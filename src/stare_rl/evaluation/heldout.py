@@ -125,14 +125,16 @@ def count_reflections(texts: Sequence[str], words: Sequence[str]) -> dict[str, f
 
 
 def _load(model_or_dir: Any, tokenizer: Any) -> tuple[Any, Any]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
+
+    from stare_rl.models.tokenizer import load_tokenizer
 
     if isinstance(model_or_dir, str | Path):
         path = Path(model_or_dir)
         if not (path / "config.json").is_file():
             raise ValueError(f"model={str(path)!r} is not a Hugging Face model directory (no config.json)")
         model = AutoModelForCausalLM.from_pretrained(path)
-        tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
+        tokenizer = tokenizer or load_tokenizer(path)
     else:
         model = model_or_dir
     if tokenizer is None:

@@ -6,10 +6,15 @@ verl's agent loop for Qwen-family models need it as one real token). Encoding
 adds ``<bos>`` in front (never ``<eos>``: a tokenized prompt must be a prefix of the tokenized prompt +
 completion, which TRL's SFTTrainer relies on); the literal text ``<eos>`` is recognised as the special token
 (SFTTrainer appends it to completions). Decoding concatenates characters. Padding is on the left (generation).
-The result round-trips through ``save_pretrained`` / ``AutoTokenizer.from_pretrained``.
+The result round-trips through ``save_pretrained`` / :func:`load_tokenizer` (not ``AutoTokenizer`` once a
+Qwen2 model is saved next to it: see there).
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
 
 from transformers import PreTrainedTokenizerFast
 
@@ -81,3 +86,31 @@ def byte_level_chars() -> dict[int, str]:
             out[b] = chr(256 + extra)
             extra += 1
     return out
+
+
+# What ``save_pretrained`` records for a tokenizer built here (a plain fast tokenizer: tokenizer.json is all of it)
+GENERIC_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
+def load_tokenizer(path: str | Path, **kwargs: Any) -> Any:
+    """The tokenizer saved in ``path``, exactly as saved: ``AutoTokenizer.from_pretrained`` except when its
+    ``tokenizer_config.json`` names a generic fast tokenizer (the ones built here, or any model whose tokenizer is
+    just its tokenizer.json), which loads as that.
+
+    Why: with transformers 5, ``AutoTokenizer`` picks the tokenizer class of the model type in ``config.json``
+    (``Qwen2Tokenizer`` for the tiny models) over the saved generic class, and that class rebuilds the
+    pre-tokenizer its own way (Qwen2's regex + byte level), replacing the saved one: a character tokenizer with a
+    literal space then drops every space and newline (``"what is 12 + 3"`` -> ``"whatis12+3"``). The embedded
+    tasks whose alphabet has only digits and ``+-*/=,:;()`` encode the same either way.
+    """
+    from transformers import AutoTokenizer
+
+    config = Path(path) / "tokenizer_config.json"
+    if config.is_file():
+        try:
+            saved = json.loads(config.read_text()).get("tokenizer_class")
+        except (OSError, ValueError):
+            saved = None
+        if saved in GENERIC_TOKENIZER_CLASSES:
+            return PreTrainedTokenizerFast.from_pretrained(path, **kwargs)
+    return AutoTokenizer.from_pretrained(path, **kwargs)

@@ -176,10 +176,12 @@ def _model_for_checks(ta: ModelTaskArgs, task: Any, grpo: Any) -> tuple[Any, Any
 
 def _load_model(path: str, init_kwargs: dict[str, Any] | None) -> tuple[Any, Any]:
     """Policy and tokenizer from a local dir or the local HF cache; a clear ValueError if that fails."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
+
+    from stare_rl.models.tokenizer import load_tokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = load_tokenizer(path)
         model = AutoModelForCausalLM.from_pretrained(path, **(init_kwargs or {}))
     except (OSError, ValueError) as err:
         raise ValueError(f"model={path!r} cannot be loaded offline: {err}") from err

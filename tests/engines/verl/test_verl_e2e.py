@@ -2,10 +2,12 @@
 of shipped recipes through ``stare verl-dryrun``'s command (Ray local, FSDP2 on CPU, the hf rollout, a tiny
 Qwen2 built offline), 2-3 steps each. Marked ``verl_e2e`` (``scripts/test.sh --fast`` skips them).
 
-One Ray cluster for all runs: the session fixture :func:`verl_runs` hands every dry-run command the selected
-tests need to one driver process (``_verl_runs.py``), which starts Ray once and calls each command's entry point
-(its Hydra ``main``, with the command's arguments) in turn; verl's ``run_ppo`` reuses the running Ray. A launch
-per run paid the interpreter's imports and Ray's start-up each time (~30 s of ~65 s per 2-step run, idle).
+Few Ray clusters for all runs: the session fixture :func:`verl_runs` splits the dry-run commands the selected
+tests need over ``STARE_VERL_E2E_DRIVERS`` (default 2) driver processes (``_verl_runs.py``), side by side, each
+of which starts Ray once and calls its commands' entry points (their Hydra ``main``, with the command's
+arguments) in turn; verl's ``run_ppo`` reuses the running Ray. A launch per run paid the interpreter's imports
+and Ray's start-up each time (~30 s of ~65 s per 2-step run, idle); one driver ran the five runs in 384 s on an
+idle 2-core machine, mostly verl's worker processes importing verl one after another on one core.
 
 Not deterministic across a resume: the rollout server's sampling RNG is not part of verl's checkpoint, so a
 resumed step samples other responses than an uninterrupted run would; the controller state and the step count
@@ -16,9 +18,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,17 +62,34 @@ NEEDS = {  # test -> the runs it reads, in launch order
 }
 
 
-class Runs:
-    """The driver's results: each run's command, folder and verl file-logger rows (one per step)."""
+# Runs are split over this many driver processes, each with its own Ray cluster, run side by side (a run's
+# start-up is mostly worker processes importing verl one after another, which leaves the second core idle).
+DRIVERS = int(os.environ.get("STARE_VERL_E2E_DRIVERS", "2"))
+TOGETHER = (("first", "resumed"),)  # runs that must share a driver, in this order (the resume reads the first)
 
-    def __init__(self, root: Path, plan: list[dict[str, Any]]) -> None:
-        self.root, self.plan = root, {r["tag"]: r for r in plan}
+
+def streams(tags: list[str], n: int) -> list[list[str]]:
+    """``tags`` in launch order split over ``n`` drivers: groups that must stay together first, then each
+    remaining run to the driver with the fewest runs so far (ties: the lower index)."""
+    groups = [[t for t in group if t in tags] for group in TOGETHER]
+    groups = [g for g in groups if g] + [[t] for t in tags if not any(t in g for g in TOGETHER)]
+    out: list[list[str]] = [[] for _ in range(max(1, min(n, len(groups))))]
+    for group in groups:
+        min(out, key=len).extend(group)
+    return [s for s in out if s]
+
+
+class Runs:
+    """The drivers' results: each run's command, folder and verl file-logger rows (one per step)."""
+
+    def __init__(self, plan: list[dict[str, Any]]) -> None:
+        self.plan = {r["tag"]: r for r in plan}
 
     def get(self, tag: str) -> tuple[list[str], Path, list[dict]]:
         run = self.plan[tag]
         out = Path(run["out"])
         result_file = out / f"run_{tag}.json"
-        log = (self.root / "log.txt").read_text(errors="replace")
+        log = Path(run["log"]).read_text(errors="replace")
         assert result_file.is_file(), f"run {tag} did not finish; driver log:\n{log[-4000:]}"
         result = json.loads(result_file.read_text())
         assert result["rc"] == 0, f"run {tag}: {result.get('error')}\n{log[-3000:]}"
@@ -78,32 +99,42 @@ class Runs:
 
 @pytest.fixture(scope="session")
 def verl_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    """Every run the selected tests of this module need, on one Ray cluster, in one driver process."""
+    """Every run the selected tests of this module need, on ``DRIVERS`` Ray clusters side by side, each in one
+    driver process that runs its share in order."""
     selected = [i.name for i in request.session.items if i.module is not None and i.module.__name__ == __name__]
     tags = [t for name in NEEDS if name in selected for t in NEEDS[name]]
     root = tmp_path_factory.mktemp("verl_e2e")
-    plan = []
-    for tag in tags:
-        recipe, folder, steps, overrides = RUNS[tag]
-        out = root / folder
-        out.mkdir(exist_ok=True)
-        command, _ = dryrun_command(recipe, out, steps, overrides)
-        metrics = out / (METRICS_FILE if tag == "first" else f"metrics_{tag}.jsonl")  # the first: `stare report`
-        plan.append({"tag": tag, "argv": command, "out": str(out), "metrics": str(metrics)})
-    (root / "plan.json").write_text(json.dumps(plan, indent=1))
-    with (root / "log.txt").open("w") as log:
-        driver = subprocess.Popen([sys.executable, str(DRIVER), str(root / "plan.json")], stdout=log,
-                                  stderr=subprocess.STDOUT, cwd=root)
+    plan, drivers = [], []
+    for i, share in enumerate(streams(tags, DRIVERS)):
+        home = root / f"driver{i}"  # its plan, log and verl file-logger root
+        home.mkdir()
+        part = []
+        for tag in share:
+            recipe, folder, steps, overrides = RUNS[tag]
+            out = root / folder
+            out.mkdir(exist_ok=True)
+            command, _ = dryrun_command(recipe, out, steps, overrides)
+            metrics = out / (METRICS_FILE if tag == "first" else f"metrics_{tag}.jsonl")  # first: `stare report`
+            part.append({"tag": tag, "argv": command, "out": str(out), "metrics": str(metrics),
+                         "log": str(home / "log.txt")})
+        (home / "plan.json").write_text(json.dumps(part, indent=1))
+        plan += part
+        log = (home / "log.txt").open("w")  # noqa: SIM115 - closed below
+        proc = subprocess.Popen([sys.executable, str(DRIVER), str(home / "plan.json")], stdout=log,
+                                stderr=subprocess.STDOUT, cwd=home)
+        drivers.append((proc, log, time.monotonic() + RUN_TIMEOUT_S * len(part)))
+    for proc, log, deadline in drivers:
         try:
-            driver.wait(timeout=RUN_TIMEOUT_S * len(plan))  # a run past its share fails its test, not the session
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))  # a run past its share fails its test only
         except subprocess.TimeoutExpired:
-            driver.send_signal(signal.SIGINT)  # the driver shuts Ray down on the way out
+            proc.send_signal(signal.SIGINT)  # the driver shuts its Ray down on the way out
             try:
-                driver.wait(timeout=60)
+                proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                driver.kill()
-                driver.wait()
-    return Runs(root, plan)
+                proc.kill()
+                proc.wait()
+        log.close()
+    return Runs(plan)
 
 
 def finite(row: dict[str, Any], prefix: str) -> dict[str, float]:
