@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,38 @@ def test_check_cell_names_a_changed_metric_and_ignores_wall_clock(restored, tmp_
     (copy / "eval.json").write_text(json.dumps(ev))
     assert any(p.startswith("eval.json pass@32") for p in check.compare(cell, copy))
     assert check.main([str(cell), str(copy)]) == 1
+
+
+def _load_authority():
+    path = ROOT / "docs" / "results" / "controller_authority" / "summarise.py"
+    spec = importlib.util.spec_from_file_location("authority_summarise", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write_run(run: Path, entropy: list[float], target: float | None) -> Path:
+    run.mkdir(parents=True)
+    rows = [{"step": i + 1, "control/batch_entropy": h, **({} if target is None else {"control/target_entropy": target})}
+            for i, h in enumerate(entropy)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "eval.json").write_text(json.dumps({"k": 8, "avg@8": 0.5, "pass@8": 0.75}))
+    return run
+
+
+def test_authority_summary_by_hand(tmp_path):
+    """Start at 2x the target, then alternating +-5 % around it: crossing at step 2, every later step in the +-10 %
+    band. The centred 21-step mean of an alternating series is the target -+ 0.05/21, so each residual is
+    +-0.05 x 20/21 (noise 4.76 % of the target; the truncated windows at the two ends change it by < 1 %), and a
+    perfect controller's ceiling is erf(0.1 / (sqrt(2) x 0.0476)) = 0.964."""
+    auth = _load_authority()
+    entropy = [2.0] + [1.05 if i % 2 == 0 else 0.95 for i in range(200)]
+    s = auth.summarise(_write_run(tmp_path / "auto", entropy, target=1.0))
+    assert s["first_crossing_step"] == 1 and s["band_fraction"] == 1.0 and s["band_fraction_smoothed"] == 1.0
+    assert s["noise_pct_of_target"] == pytest.approx(100 * 0.05 * 20 / 21, rel=0.01)
+    assert s["noise_ceiling"] == pytest.approx(math.erf(0.1 / (math.sqrt(2) * 0.05 * 20 / 21)), abs=0.003)
+    assert s["mean_over_target"] == pytest.approx(1.0, abs=0.01)
+    assert s["pass@1"] == 0.5 and s["pass@k"] == 0.75
+    # a run without a target (GRPO) scored against another run's: half its steps sit at 0.5 (out of the band)
+    grpo = auth.summarise(_write_run(tmp_path / "grpo", [2.0] + [1.0, 0.5] * 50, target=None), target_override=1.0)
+    assert grpo["target"] == 1.0 and grpo["band_fraction"] == pytest.approx(0.5)

@@ -8,6 +8,7 @@ metrics.jsonl (gzipped); plus the report, the results table, compare_run.json an
 `--restore` does the reverse for the finished cells (metrics unzipped, reference evaluations copied), so that
 `stare compare --config ... --out runs/compare_cot` skips them and runs only the missing cells (a partial grid
 committed by one session is finished by the next); the restored cells have no checkpoints or models.
+The frontier analysis's files (frontier.md/.json/.png, frontier_curves.png) are copied too where they exist.
 `stare report docs/results/compare/runs/*/seed*` does not read .gz: gunzip a copy first.
 """
 
@@ -18,6 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
+FRONTIER_FILES = ("frontier.md", "frontier.json", "frontier.png", "frontier_curves.png")
 CELL_FILES = ("cell.yaml", "config.yaml", "run_config.json", "eval.json", "train_summary.json", "compare_done.json")
 
 
@@ -34,6 +36,9 @@ def export(src: Path, dst: Path) -> None:
             shutil.copyfileobj(f, g)
     for name in ("results.md", "results.json", "compare_run.json"):
         shutil.copy2(src / name, dst / name)
+    for name in FRONTIER_FILES:  # python -m stare_rl.compare.frontier's outputs, where it ran
+        if (src / name).is_file():
+            shutil.copy2(src / name, dst / name)
     for sub in ("report", "reference"):
         if (dst / sub).exists():
             shutil.rmtree(dst / sub)

@@ -58,16 +58,21 @@ def family_of(grid: Grid, method: str) -> tuple[str, str | None]:
     return (m.group("family") if m and target is not None else method), spelling
 
 
-def band_fraction(entropy: Sequence[float], target: float, band: float) -> float | None:
-    """Fraction of steps within ``target (1 ± band)`` from the first crossing on (None: it never crossed)."""
+def first_crossing(entropy: Sequence[float], target: float, band: float) -> int | None:
+    """Index of the first step inside ``target (1 ± band)`` or past the target from where the run started."""
     if not entropy:
         return None
     lo, hi, start = target * (1 - band), target * (1 + band), entropy[0]
-    for i, h in enumerate(entropy):
-        if lo <= h <= hi or (h - target) * (start - target) < 0:
-            tail = entropy[i:]
-            return sum(lo <= x <= hi for x in tail) / len(tail)
-    return None
+    return next((i for i, h in enumerate(entropy) if lo <= h <= hi or (h - target) * (start - target) < 0), None)
+
+
+def band_fraction(entropy: Sequence[float], target: float, band: float) -> float | None:
+    """Fraction of steps within ``target (1 ± band)`` from the first crossing on (None: it never crossed)."""
+    first = first_crossing(entropy, target, band)
+    if first is None:
+        return None
+    tail = entropy[first:]
+    return sum(target * (1 - band) <= x <= target * (1 + band) for x in tail) / len(tail)
 
 
 def cell_values(run_dir: Path, band: float) -> dict[str, float | None]:
