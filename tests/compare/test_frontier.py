@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from stare_rl.compare.frontier import (
+    _fmt,
     band_fraction,
     collect,
     entropy_curves,
@@ -21,7 +22,7 @@ from stare_rl.compare.frontier import (
     main,
     write_frontier,
 )
-from stare_rl.compare.grid import DONE_FILE, parse_grid, restrict
+from stare_rl.compare.grid import DONE_FILE, parse_grid, restrict, spread
 
 CONFIGS = resources.files("stare_rl").joinpath("configs")
 ACTUATORS = ("stare_auto", "entropy_bonus", "entropic", "entrocraft")
@@ -172,3 +173,10 @@ def test_no_finished_cell_writes_the_table_and_no_figure(tmp_path: Path, capsys:
     assert main(["--config", str(tmp_path / "nope.yaml")]) == 2
     assert "frontier: error: config=" in capsys.readouterr().err
     assert restrict(parse_grid(yaml.safe_load(cfg.read_text())), out=tmp_path / "x").out == tmp_path / "x"
+
+
+def test_one_seed_is_shown_without_a_spread() -> None:
+    """A method with one finished seed has no sample std: the table says so instead of printing "± 0.0"."""
+    assert _fmt(spread([0.394]), pct=True) == "39.4 (1 seed)"
+    assert _fmt(spread([0.39, 0.41]), pct=True) == "40.0 ± 1.4"
+    assert _fmt(None) == "-"

@@ -121,6 +121,8 @@ def _fmt(s: dict[str, Any] | None, digits: int = 3, pct: bool = False) -> str:
         return "-"
     scale = 100.0 if pct else 1.0
     d = 1 if pct else digits
+    if s.get("n", 2) < 2:  # one seed: no spread to show (a "± 0.0" would read as a measured zero)
+        return f"{s['mean'] * scale:.{d}f} (1 seed)"
     return f"{s['mean'] * scale:.{d}f} ± {s['std'] * scale:.{d}f}"
 
 
