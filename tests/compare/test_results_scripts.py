@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "results" / "compare_cot"
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "results" / "compare" / f"{name}.py")
+def _load(name: str, folder: str = "compare"):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "results" / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -62,14 +62,6 @@ def test_check_cell_names_a_changed_metric_and_ignores_wall_clock(restored, tmp_
     assert check.main([str(cell), str(copy)]) == 1
 
 
-def _load_authority():
-    path = ROOT / "docs" / "results" / "controller_authority" / "summarise.py"
-    spec = importlib.util.spec_from_file_location("authority_summarise", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _write_run(run: Path, entropy: list[float], target: float | None) -> Path:
     run.mkdir(parents=True)
     rows = [{"step": i + 1, "control/batch_entropy": h, **({} if target is None else {"control/target_entropy": target})}
@@ -84,7 +76,7 @@ def test_authority_summary_by_hand(tmp_path):
     band. The centred 21-step mean of an alternating series is the target -+ 0.05/21, so each residual is
     +-0.05 x 20/21 (noise 4.76 % of the target; the truncated windows at the two ends change it by < 1 %), and a
     perfect controller's ceiling is erf(0.1 / (sqrt(2) x 0.0476)) = 0.964."""
-    auth = _load_authority()
+    auth = _load("summarise", "controller_authority")
     entropy = [2.0] + [1.05 if i % 2 == 0 else 0.95 for i in range(200)]
     s = auth.summarise(_write_run(tmp_path / "auto", entropy, target=1.0))
     assert s["first_crossing_step"] == 1 and s["band_fraction"] == 1.0 and s["band_fraction_smoothed"] == 1.0

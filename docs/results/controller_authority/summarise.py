@@ -54,9 +54,9 @@ def summarise(run_dir: Path, target_override: float | None = None) -> dict:
     if first is not None:
         tail = h[first:]
         half = WINDOW // 2
-        resid = [tail[i] - statistics.fmean(tail[max(0, i - half):i + half + 1]) for i in range(len(tail))]
-        noise = statistics.stdev(resid) / target if len(resid) > 2 else None
         smooth = [statistics.fmean(tail[max(0, i - half):i + half + 1]) for i in range(len(tail))]
+        resid = [h_i - m_i for h_i, m_i in zip(tail, smooth, strict=True)]
+        noise = statistics.stdev(resid) / target if len(resid) > 2 else None
         out.update({
             "band_fraction_smoothed": sum(abs(v / target - 1) <= BAND for v in smooth) / len(smooth),
             "noise_pct_of_target": None if noise is None else 100 * noise,
