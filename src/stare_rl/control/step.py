@@ -22,7 +22,6 @@ path before any compute). Nothing here names a method: every method-specific par
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -135,27 +134,20 @@ class StepController:
     def context(self, batches: TokenBatch | Sequence[TokenBatch] = (), generator: torch.Generator | None = None
                 ) -> LossContext:
         """The controllers' current outputs plus (when enabled) the global statistics of ``batches``."""
-        controls = self.controls()
+        stats: dict[str, Any] = {}
         batches = _as_list(batches)
-        stats = self.global_stats(batches, controls) if self.global_stats_enabled else {}
-        return LossContext(stats={**stats, **controls}, generator=generator)
-
-    def controls(self) -> dict[str, Any]:
-        """The controllers' current outputs (``LossContext.stats`` entries, e.g. ``gate_on``, ``reweight_w``)."""
-        out: dict[str, Any] = {}
+        if self.global_stats_enabled:
+            stats.update(self.global_stats(batches))
         for ctrl in self.controllers.values():
-            out.update(ctrl.context())
-        return out
+            stats.update(ctrl.context())
+        return LossContext(stats=stats, generator=generator)
 
-    def global_stats(self, batches: TokenBatch | Sequence[TokenBatch],
-                     controls: dict[str, Any] | None = None) -> dict[str, Any]:
+    def global_stats(self, batches: TokenBatch | Sequence[TokenBatch]) -> dict[str, Any]:
         """The method's global statistics over ``batches`` of this rank and every rank of the group.
 
         Each candidate slot is concatenated over the micro-batches and all-gathered over the ranks, then the
         method's ``reduce`` turns the gathered slots into ``LossContext.stats`` entries; every rank gets the
-        same values. ``{}`` for a method without global statistics. A controller output (``controls``, default:
-        :meth:`controls`) named like a field of the method's config is that field's value for this step (e.g.
-        ``weight_control='auto'`` widening STARE's ``top_p_ratio``): the reduce sees the config as the loss does.
+        same values. ``{}`` for a method without global statistics.
         """
         gs = self.spec.global_stats
         if gs is None:
@@ -163,10 +155,9 @@ class StepController:
         batches = _as_list(batches)
         if not batches:
             raise ValueError("batches is empty; pass this rank's micro-batch(es) of the step batch")
-        cfg = _with_controls(self.config, self.controls() if controls is None else controls)
-        parts = [tuple(gs.candidates(b, cfg)) for b in batches]
+        parts = [tuple(gs.candidates(b, self.config)) for b in batches]
         gathered = tuple(gather_values(torch.cat([p[i] for p in parts]), self.group) for i in range(len(parts[0])))
-        return dict(gs.reduce(gathered, cfg))
+        return dict(gs.reduce(gathered, self.config))
 
     # ----------------------------------------------------------------------------- state
 
@@ -235,13 +226,6 @@ class StepController:
         if saved.get("start_entropy") is not None:  # files written before relative targets have none
             self.start_entropy = float(saved["start_entropy"])
         return True
-
-
-def _with_controls(config: Any, controls: dict[str, Any]) -> Any:
-    """``config`` with the fields that controller outputs name set to those outputs (itself when none do)."""
-    names = {f.name for f in dataclasses.fields(config)} if dataclasses.is_dataclass(config) else set()
-    changes = {k: v for k, v in controls.items() if k in names and getattr(config, k) != v}
-    return dataclasses.replace(config, **changes) if changes else config
 
 
 def _as_list(batches: TokenBatch | Sequence[TokenBatch]) -> list[TokenBatch]:

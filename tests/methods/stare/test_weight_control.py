@@ -22,11 +22,8 @@ TARGET = 0.3
 DRIFT = 0.0017  # GRPO on the tiny arithmetic model: relative entropy lost per step (measured, docs/methods.md)
 
 
-def run_plant(ctrl, steps, *, w_star=3.0, x0=1.25, noise=0.0, seed=0, drift_at=None, p_acts=False):
-    """Close the loop for ``steps`` steps; returns (true x, measured x, W) lists, x = H / H_tgt.
-
-    ``p_acts``: the re-weighted share P acts too, the gain scaling with P / P0 (W* is then the weight that holds
-    the entropy at P = P0; at P = 5 P0 a weight 1 + (W* - 1) / 5 does)."""
+def run_plant(ctrl, steps, *, w_star=3.0, x0=1.25, noise=0.0, seed=0, drift_at=None):
+    """Close the loop for ``steps`` steps; returns (true x, measured x, W) lists, x = H / H_tgt."""
     rng = random.Random(seed)
     c = DRIFT / (w_star - 1.0)  # relative entropy gained per step per unit of (W - 1)
     x, applied = x0, 1.0
@@ -34,8 +31,7 @@ def run_plant(ctrl, steps, *, w_star=3.0, x0=1.25, noise=0.0, seed=0, drift_at=N
     for t in range(steps):
         seen = max(x * (1.0 + noise * rng.gauss(0.0, 1.0)), 0.0)  # batch entropy: sampling noise
         ctrl.update(StepObservation(entropy=seen * TARGET, step=t))
-        share = ctrl.selected_ratio / ctrl.top_p_ratio if p_acts else 1.0
-        applied = 0.9 * applied + 0.1 * (1.0 + (ctrl.reweight_w - 1.0) * share)  # Adam momentum smooths it
+        applied = 0.9 * applied + 0.1 * ctrl.reweight_w  # Adam momentum smooths the actuator
         true_x.append(x)
         measured.append(seen)
         weights.append(ctrl.reweight_w)
@@ -63,7 +59,7 @@ def test_first_steps_hand_derived():
     assert ctrl.integral == pytest.approx(0.034)
     assert ctrl.strength == pytest.approx(0.5)  # demand 1.154, rate-limited to 0.25 + 0.25
     assert ctrl.context() == {"reweight_w": pytest.approx(math.exp(0.5)), "reweight_m": pytest.approx(math.exp(-0.5)),
-                              "gate_on": True, "top_p_ratio": 0.1}
+                              "gate_on": True}
 
 
 @pytest.mark.parametrize("w_star", [1.1, 3.0, 19.0])  # the papers' 7B strength .. our O1 on the tiny model
@@ -80,7 +76,6 @@ def test_step_response_settles_in_band(w_star):
     assert all(abs(x - 1.0) < 0.02 for x in after[-100:])
     assert weights[-1] == pytest.approx(w_star, rel=0.02)
     assert all(w == 1.0 for w in weights[: cross - 30])  # well above the target: exactly vanilla
-    assert ctrl.widening == 0.0 and ctrl.context()["top_p_ratio"] == 0.1  # W alone holds it: P never moves
 
 
 def test_noisy_measurement_band_fraction():
@@ -104,7 +99,7 @@ def test_above_target_goes_to_vanilla_and_drains():
     for t in range(200, 400):
         ctrl.update(StepObservation(entropy=0.4, step=t))
     assert ctrl.strength == 0.0 and ctrl.integral == 0.0
-    assert ctrl.context() == {"reweight_w": 1.0, "reweight_m": 1.0, "gate_on": False, "top_p_ratio": 0.1}
+    assert ctrl.context() == {"reweight_w": 1.0, "reweight_m": 1.0, "gate_on": False}
     assert ctrl.metrics()["auto_saturated_low"] == 1.0
 
 
@@ -121,57 +116,6 @@ def test_anti_windup_recovers_fast_after_long_saturation():
     released = next(t for t in range(back, 400) if weights[t] < cfg.auto_w_max)
     assert released - back <= 3
     assert weights[back + 30] == 1.0
-
-
-# ----- the widening: P grows only once W is at its bound, and shrinks back first -----
-
-def _widening_controller(p_max=0.375):
-    """u_max = 1 reached in one step (k_i 10, no P term, no smoothing, no rate limit to speak of); P0 = 0.125 and
-    k_q = 0.125, binary fractions so that every value below is exact."""
-    cfg = AutoWeightConfig(auto_kp=0.0, auto_ki=10.0, auto_smoothing=0.0, auto_rate_limit=10.0,
-                           auto_w_max=math.e, auto_p_max=p_max, auto_p_ki=0.125)
-    return AutoWeightController(0.5, cfg, top_p_ratio=0.125)
-
-
-def test_widening_hand_derived():
-    ctrl = _widening_controller()
-    ctrl.update(StepObservation(entropy=0.25, step=0))  # e = (0.5 - 0.25) / 0.5 = 0.5; u was 0: I = min(5, 1)
-    assert ctrl.integral == 1.0 and ctrl.strength == 1.0 and ctrl.saturated_high
-    assert ctrl.widening == 0.0 and ctrl.context()["top_p_ratio"] == 0.125  # W had not been at its bound yet
-    expected = [0.0625, 0.125, 0.1875, 0.25, 0.25]  # + k_q e = 0.0625 per step, capped at p_max - P0 = 0.25
-    for t, q in enumerate(expected, start=1):
-        ctrl.update(StepObservation(entropy=0.25, step=t))
-        assert ctrl.widening == q and ctrl.integral == 1.0  # at the bound: the integral is frozen (anti-windup)
-        assert ctrl.context()["top_p_ratio"] == 0.125 + q
-        assert ctrl.metrics()["auto_top_p_ratio"] == 0.125 + q
-    for t in range(6, 14):  # e = (0.5 - 0.625) / 0.5 = -0.25: P shrinks first (-0.03125 per step), I is held
-        ctrl.update(StepObservation(entropy=0.625, step=t))
-        assert ctrl.widening == 0.25 - 0.03125 * (t - 5) and ctrl.integral == 1.0 and ctrl.strength == 1.0
-    assert ctrl.widening == 0.0 and ctrl.context()["top_p_ratio"] == 0.125
-    ctrl.update(StepObservation(entropy=0.625, step=14))  # P is back at P0: now the integral drains
-    assert ctrl.integral == 0.0 and ctrl.strength == 0.0 and ctrl.context()["gate_on"] is False
-
-
-@pytest.mark.parametrize("p_max", [0.125, 0.0])
-def test_widening_off_when_p_max_is_not_above_p0(p_max):
-    ctrl = _widening_controller(p_max)
-    for t in range(20):
-        ctrl.update(StepObservation(entropy=0.1, step=t))
-    assert ctrl.saturated_high and ctrl.widening == 0.0 and ctrl.context()["top_p_ratio"] == 0.125
-
-
-def test_widening_holds_a_target_w_alone_cannot():
-    """W* = 120 at P0 (beyond w_max 50: W alone loses the entropy, as on countdown_cot); the share P acts on the
-    gain (plant ``p_acts``): the loop widens P and holds the target within 5 % over the last 200 steps; with the
-    widening off (p_max = P0) the entropy keeps falling below the band."""
-    widened = AutoWeightController(TARGET)
-    true_x, _, weights = run_plant(widened, 900, w_star=120.0, p_acts=True)
-    assert widened.widening > 0.0 and widened.selected_ratio <= 0.5
-    assert all(abs(x - 1.0) < 0.05 for x in true_x[-200:]), (min(true_x[-200:]), max(true_x[-200:]))
-    pinned = AutoWeightController(TARGET, AutoWeightConfig(auto_p_max=0.1))
-    true_x, _, weights = run_plant(pinned, 900, w_star=120.0, p_acts=True)
-    assert pinned.widening == 0.0 and weights[-1] == pytest.approx(50.0)
-    assert true_x[-1] < 0.9
 
 
 def test_rate_limit():
@@ -205,18 +149,6 @@ def test_state_round_trip_is_exact():
         assert resumed.context() == full.context()
 
 
-def test_state_saved_before_the_widening_loads_without_it():
-    ctrl = AutoWeightController(TARGET)
-    for t in range(30):
-        ctrl.update(StepObservation(entropy=0.2, step=t))
-    old = {k: v for k, v in ctrl.state_dict().items() if k not in ("widening", "top_p_ratio", "auto_p_max", "auto_p_ki")}
-    resumed = AutoWeightController(TARGET)
-    resumed.load_state_dict(old)  # settings the old state does not record are not compared
-    assert resumed.widening == 0.0 and resumed.strength == ctrl.strength and resumed.integral == ctrl.integral
-    with pytest.raises(ValueError, match="top_p_ratio: saved 0.1, requested 0.2"):
-        AutoWeightController(TARGET, top_p_ratio=0.2).load_state_dict(ctrl.state_dict())
-
-
 def test_state_of_other_settings_is_rejected():
     ctrl = AutoWeightController(TARGET, AutoWeightConfig(auto_kp=4.0))
     other = AutoWeightController(TARGET)
@@ -229,8 +161,7 @@ def test_state_of_other_settings_is_rejected():
 @pytest.mark.parametrize(
     ("field", "value"),
     [("auto_kp", -1.0), ("auto_ki", float("nan")), ("auto_w_max", 1.0), ("auto_w_max", float("inf")), ("auto_m_min", 0.0),
-     ("auto_m_min", 1.5), ("auto_rate_limit", 0.0), ("auto_smoothing", 1.0), ("auto_smoothing", -0.1),
-     ("auto_p_max", 1.5), ("auto_p_max", -0.1), ("auto_p_ki", -1.0), ("auto_p_ki", float("inf"))],
+     ("auto_m_min", 1.5), ("auto_rate_limit", 0.0), ("auto_smoothing", 1.0), ("auto_smoothing", -0.1)],
 )
 def test_bad_settings_name_field_and_value(field, value):
     with pytest.raises(ValueError, match=f"{field}={value!r}".replace("(", r"\(").replace(")", r"\)")):
@@ -267,7 +198,7 @@ def test_metrics_cover_every_internal_quantity():
     m = ctrl.metrics()
     for key in ("reweight_w", "reweight_m", "gate_on", "auto_strength", "auto_error", "auto_integral",
                 "auto_p_term", "auto_target", "auto_saturated_high", "auto_saturated_low",
-                "auto_rate_limited", "auto_widening", "auto_top_p_ratio"):
+                "auto_rate_limited"):
         assert isinstance(m[key], float), key
     assert m["auto_strength"] == pytest.approx(math.log(m["reweight_w"]))
 
@@ -318,7 +249,7 @@ def test_auto_replaces_the_gate_and_sets_w_m(method):
 @pytest.mark.parametrize(
     ("field", "value"),
     [("auto_kp", -2.0), ("auto_ki", float("inf")), ("auto_w_max", 0.5), ("auto_m_min", 2.0),
-     ("auto_rate_limit", -1.0), ("auto_smoothing", 1.0), ("auto_p_max", 2.0), ("auto_p_ki", -0.5)],
+     ("auto_rate_limit", -1.0), ("auto_smoothing", 1.0)],
 )
 def test_method_config_names_the_auto_field(field, value):
     from stare_rl import make_config
@@ -328,38 +259,3 @@ def test_method_config_names_the_auto_field(field, value):
             make_config(method, weight_control="auto", **{field: value})
     with pytest.raises(ValueError, match="weight_control='pid' is not one of"):
         make_config("stare", weight_control="pid")
-
-
-@pytest.mark.parametrize(("method", "scope"), [("stare", "batch"), ("stare", "global"), ("stare_sensitivity", None)])
-def test_widened_p_reaches_the_selection_in_every_scope(method, scope):
-    """The controller's P (context ``top_p_ratio``) is the P of the selection: batch scope in the loss, global scope
-    through the StepController's thresholds; the loss equals the one of a config given that P by hand."""
-    import torch
-
-    from stare_rl import SurrogateConfig, compute_loss, make_config
-    from stare_rl.control.step import StepController
-
-    extra = {} if scope is None else {"selection_scope": scope}
-    cfg = make_config(method, variant="C2", weight_control="auto", target_entropy=0.5, **extra)
-    sc = StepController(method, cfg)
-    ctrl = sc.controllers["auto"]
-    ctrl.strength, ctrl.integral, ctrl.widening, ctrl.steps = ctrl.config.u_max, ctrl.config.u_max, 0.3, 10
-    batch = _entropy_batch(0.2)
-    ctx = sc.context([batch])
-    assert ctx.get("top_p_ratio") == pytest.approx(0.4) and ctx.get("reweight_w") == pytest.approx(50.0)
-    by_hand = make_config(method, variant="C2", weight_control="auto", target_entropy=0.5, top_p_ratio=0.4, **extra)
-    sc_hand = StepController(method, by_hand)
-    hand = sc_hand.controllers["auto"]
-    hand.strength, hand.integral, hand.steps = hand.config.u_max, hand.config.u_max, 10
-    ctx_hand = sc_hand.context([batch])
-    assert ctx_hand.get("top_p_ratio") == pytest.approx(0.4)
-    out = compute_loss(method, batch, cfg, SurrogateConfig(), ctx)
-    ref = compute_loss(method, batch, by_hand, SurrogateConfig(), ctx_hand)
-    ctrl.widening = 0.0  # the same controller before widening: P0 = 0.1
-    narrow = compute_loss(method, batch, cfg, SurrogateConfig(), sc.context([batch]))
-    assert torch.equal(out.masks["l_plus"], ref.masks["l_plus"]) and torch.equal(out.token_loss, ref.token_loss)
-    assert int(out.masks["l_plus"].sum()) > int(narrow.masks["l_plus"].sum())  # P 0.4 selects more than 0.1
-    if scope == "global":
-        assert ctx.get("surprisal_threshold_pos") == ctx_hand.get("surprisal_threshold_pos")
-    if method == "stare":
-        assert float(out.metrics["top_p_ratio"]) == pytest.approx(0.4)

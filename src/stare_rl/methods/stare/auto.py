@@ -16,15 +16,6 @@ Control law (per generation batch t, before the updates on it; docs/methods.md s
     u_t   = clip(v_t, u_{t-1} - r, u_{t-1} + r) clipped to [0, u_max]      rate limit, then bounds
     W_t   = exp(u_t) <= w_max,  M_t = max(exp(-u_t), m_min)     (M used by variant C2 only)
 
-Widening (a second actuator, used only once W is at its bound): the share P of each advantage sign that is
-re-weighted (``top_p_ratio``, P0) grows by a second integrator ``q`` (units of P)::
-
-    q_t = min(q_{t-1} + k_q e_t, p_max - P0)   while u_{t-1} = u_max and e_t > 0    (W alone is not enough)
-    q_t = max(q_{t-1} + k_q e_t, 0)            while e_t < 0 and q_{t-1} > 0         (drained first: I is held)
-    P_t = P0 + q_t                              (exactly P0 while W has never saturated)
-
-On a target W alone can hold, q stays 0 and the controller is exactly the PI law above.
-
 It replaces the hard gate by a continuous strength: above the target the P term pulls u down and the
 integral drains (also at u = 0), so W = M = 1 (exactly vanilla, ``gate_on`` False) once the entropy stays
 above the target; below it the strength grows until the entropy stops falling. The papers' hard gate and
@@ -85,17 +76,6 @@ class AutoWeightConfig:
         default=0.25,
         metadata={"help": "auto: largest change of log W per step (> 0): W moves by at most x e^rate; default 0.25."},
     )
-    auto_p_max: float = field(
-        default=0.5,
-        metadata={"help": "auto: largest P (top_p_ratio) the widening may reach, in [0, 1]; P grows above top_p_ratio "
-                          "only while W is at auto_w_max and the entropy is still below the target, and shrinks back "
-                          "first once it is above. <= top_p_ratio turns the widening off; default 0.5."},
-    )
-    auto_p_ki: float = field(
-        default=0.02,
-        metadata={"help": "auto: widening gain k_q, P added per step per unit relative error while W is at its bound "
-                          "(0.02: P 0.1 -> 0.5 in ~130 steps at 15 % below the target); default 0.02."},
-    )
 
     def __post_init__(self) -> None:
         for name in ("auto_kp", "auto_ki"):
@@ -111,11 +91,6 @@ class AutoWeightConfig:
             raise ValueError(f"auto_rate_limit={rate!r} must be a finite number > 0")
         if not (isinstance(beta, (int, float)) and 0.0 <= beta < 1.0):
             raise ValueError(f"auto_smoothing={beta!r} must be in [0, 1)")
-        p_max, p_ki = self.auto_p_max, self.auto_p_ki
-        if not (isinstance(p_max, (int, float)) and 0.0 <= p_max <= 1.0):
-            raise ValueError(f"auto_p_max={p_max!r} must be in [0, 1]")
-        if not (isinstance(p_ki, (int, float)) and math.isfinite(p_ki) and p_ki >= 0.0):
-            raise ValueError(f"auto_p_ki={p_ki!r} must be a finite number >= 0")
         if self.auto_kp == 0.0 and self.auto_ki == 0.0:
             raise ValueError("auto_kp=0 and auto_ki=0: the controller would never re-weight; give one of them > 0")
 
@@ -134,31 +109,24 @@ class AutoWeightController:
 
     Implements the :class:`~stare_rl.control.base.Controller` protocol. Context keys (read by ``stare`` and
     ``stare_sensitivity``): ``reweight_w``, ``reweight_m``, ``gate_on`` (``u > 0``; at ``u = 0`` the method is
-    exactly vanilla either way) and ``top_p_ratio`` (P0 + the widening q).
+    exactly vanilla either way).
 
     Args:
         target_entropy: H_tgt >= 0 (the method config's ``target_entropy``), absolute or relative to the start
             entropy (``"0.5x"``, :mod:`stare_rl.control.target`).
         config: gains and bounds (:class:`AutoWeightConfig`).
-        top_p_ratio: P0, the method config's ``top_p_ratio`` (the widening starts from it).
     """
 
     # state key -> the STARE config field that sets it (the AutoWeightConfig fields carry their user-facing names)
     settings: ClassVar[Mapping[str, str]] = {
-        "target_entropy": "target_entropy", "top_p_ratio": "top_p_ratio",
-        **{f.name: f.name for f in dataclasses.fields(AutoWeightConfig)},
+        "target_entropy": "target_entropy", **{f.name: f.name for f in dataclasses.fields(AutoWeightConfig)}
     }
-    _DYNAMIC = ("strength", "integral", "widening", "error", "p_term", "entropy", "steps", "saturated_high",
+    _DYNAMIC = ("strength", "integral", "error", "p_term", "entropy", "steps", "saturated_high",
                 "saturated_low", "rate_limited")
 
-    def __init__(self, target_entropy: float | str = 0.3, config: AutoWeightConfig | None = None,
-                 top_p_ratio: float = 0.1) -> None:
-        if not (isinstance(top_p_ratio, (int, float)) and 0.0 <= top_p_ratio <= 1.0):
-            raise ValueError(f"top_p_ratio={top_p_ratio!r} must be in [0, 1]")
+    def __init__(self, target_entropy: float | str = 0.3, config: AutoWeightConfig | None = None) -> None:
         self.target = EntropyTarget(target_entropy)
         self.config = config or AutoWeightConfig()
-        self.top_p_ratio = float(top_p_ratio)  # P0
-        self.widening = 0.0  # q in [0, max(p_max - P0, 0)], units of P
         self.strength = 0.0  # u = log W in [0, u_max]; starts at W = M = 1 (vanilla)
         self.integral = 0.0  # I in [0, u_max], units of u
         self.error = 0.0
@@ -169,8 +137,8 @@ class AutoWeightController:
 
     @classmethod
     def from_config(cls, method_config: Any, config: AutoWeightConfig | None = None) -> AutoWeightController:
-        """Start from a STARE-family method config (its ``target_entropy`` and ``top_p_ratio``)."""
-        return cls(method_config.target_entropy, config, method_config.top_p_ratio)
+        """Start from a STARE-family method config (its ``target_entropy``)."""
+        return cls(method_config.target_entropy, config)
 
     @property
     def target_entropy(self) -> float:
@@ -194,13 +162,9 @@ class AutoWeightController:
         raw = self.relative_error(h)
         # EMA of the error (the first step takes the raw error: no bias towards 0)
         e = raw if self.steps == 0 else cfg.auto_smoothing * self.error + (1.0 - cfg.auto_smoothing) * raw
-        at_bound = u_prev >= u_max
-        if e < 0.0 and self.widening > 0.0:  # above the target with P widened: narrow P first, hold I
-            self.widening = max(self.widening + cfg.auto_p_ki * e, 0.0)
-        elif not (at_bound and e > 0.0):  # anti-windup (conditional integration): at the top bound, e > 0 adds nothing
+        # anti-windup (conditional integration): while held at the top bound, a positive error adds nothing
+        if not (u_prev >= u_max and e > 0.0):
             self.integral = min(max(self.integral + cfg.auto_ki * e, 0.0), u_max)
-        if at_bound and e > 0.0:  # W alone is not enough: widen P (the second actuator)
-            self.widening = min(self.widening + cfg.auto_p_ki * e, max(cfg.auto_p_max - self.top_p_ratio, 0.0))
         p = cfg.auto_kp * e
         demand = p + self.integral  # v_t
         lo, hi = u_prev - cfg.auto_rate_limit, u_prev + cfg.auto_rate_limit
@@ -220,16 +184,8 @@ class AutoWeightController:
     def reweight_m(self) -> float:
         return max(math.exp(-self.strength), self.config.auto_m_min)
 
-    @property
-    def selected_ratio(self) -> float:
-        """P in force: P0 + q (exactly P0 while the widening is 0)."""
-        if self.widening <= 0.0:
-            return self.top_p_ratio
-        return min(self.top_p_ratio + self.widening, max(self.config.auto_p_max, self.top_p_ratio))
-
     def context(self) -> dict[str, Any]:
-        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m, "gate_on": self.strength > 0.0,
-                "top_p_ratio": self.selected_ratio}
+        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m, "gate_on": self.strength > 0.0}
 
     def metrics(self) -> dict[str, float]:
         return {
@@ -240,8 +196,6 @@ class AutoWeightController:
             "auto_error": self.error,
             "auto_integral": self.integral,
             "auto_p_term": self.p_term,
-            "auto_widening": self.widening,
-            "auto_top_p_ratio": self.selected_ratio,
             "auto_target": self.target_entropy,
             "target_entropy": self.target_entropy,
             "auto_saturated_high": float(self.saturated_high),
@@ -251,8 +205,7 @@ class AutoWeightController:
 
     # ----- state (JSON-able, exact) -----
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"target_entropy": self.target.state_dict(), "top_p_ratio": self.top_p_ratio,
-                                 **dataclasses.asdict(self.config)}
+        state: dict[str, Any] = {"target_entropy": self.target.state_dict(), **dataclasses.asdict(self.config)}
         return {**state, **{k: getattr(self, k) for k in self._DYNAMIC}}
 
     @staticmethod
@@ -265,7 +218,6 @@ class AutoWeightController:
         require_same_settings(self, state)
         self.target.load_state_dict(state["target_entropy"])  # same spelling (checked); the resolved value
         self.strength, self.integral = float(state["strength"]), float(state["integral"])
-        self.widening = float(state.get("widening", 0.0))  # states saved before the widening existed: none
         self.error, self.p_term = float(state["error"]), float(state["p_term"])
         self.entropy = None if state["entropy"] is None else float(state["entropy"])
         self.steps = int(state["steps"])

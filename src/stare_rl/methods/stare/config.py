@@ -134,11 +134,9 @@ STARE_METRICS = (
 
 def stare_controllers(cfg: object) -> dict[str, Controller]:
     """A STARE-style config's controllers: the §4.3 gate, plus the §4.4 W/M schedule when ``weight_control='paper'``;
-    with ``weight_control='auto'`` only the PI controller, which sets ``gate_on``, ``reweight_w``, ``reweight_m`` and
-    (its widening) ``top_p_ratio``."""
+    with ``weight_control='auto'`` only the PI controller, which sets ``gate_on``, ``reweight_w`` and ``reweight_m``."""
     if cfg.weight_control == "auto":  # type: ignore[attr-defined]
-        return {AUTO: AutoWeightController(cfg.target_entropy, auto_weight_config(cfg),  # type: ignore[attr-defined]
-                                           cfg.top_p_ratio)}  # type: ignore[attr-defined]
+        return {AUTO: AutoWeightController(cfg.target_entropy, auto_weight_config(cfg))}  # type: ignore[attr-defined]
     ctrls: dict[str, Controller] = {GATE: StareGate(cfg.target_entropy)}  # type: ignore[attr-defined]
     if cfg.weight_control == "paper":  # type: ignore[attr-defined]
         ctrls["schedule"] = StareWeightSchedule.from_config(cfg)

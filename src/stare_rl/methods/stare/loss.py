@@ -61,12 +61,12 @@ def _select(
     """:func:`stare_selection` plus the counts ``(|T+|, |T-|, |L+|, |L-|)`` it already knows (no recount)."""
     t_plus, t_minus = signs.positive, signs.negative  # (B, T) A == 0 is in neither set
     n_pos, n_neg = count_true(t_plus), count_true(t_minus)
-    ratio = resolve_top_p(cfg, ctx)
     with torch.no_grad():
         lp = batch.log_prob.detach()  # (B, T) selection only
-        l_plus, k_plus = _top_surprisal(lp, t_plus, n_pos, ratio, ctx.get("surprisal_threshold_pos"))
+        l_plus, k_plus = _top_surprisal(lp, t_plus, n_pos, cfg.top_p_ratio, ctx.get("surprisal_threshold_pos"))
         if cfg.variant == "C2":
-            l_minus, k_minus = _top_surprisal(lp, t_minus, n_neg, ratio, ctx.get("surprisal_threshold_neg"))
+            l_minus, k_minus = _top_surprisal(lp, t_minus, n_neg, cfg.top_p_ratio,
+                                              ctx.get("surprisal_threshold_neg"))
         else:
             l_minus, k_minus = torch.zeros_like(t_minus), 0
     return t_plus, t_minus, l_plus, l_minus, (n_pos, n_neg, k_plus, k_minus)
@@ -81,14 +81,6 @@ def _top_surprisal(
         return mask, topk_count(ratio, n_candidates, "ceil")
     mask = select_top_fraction(log_prob, candidates, ratio, "ceil", -float(threshold), largest=False)  # s >= t
     return mask, count_true(mask)
-
-
-def resolve_top_p(cfg: object, ctx: LossContext) -> float:
-    """P in force: ``weight_control='auto'``'s widened value from ``ctx`` when given, else the config's."""
-    ratio = float(ctx.get("top_p_ratio", cfg.top_p_ratio))  # type: ignore[attr-defined]
-    if not 0.0 <= ratio <= 1.0:
-        raise ValueError(f"top_p_ratio={ratio} (from the loss context) must be in [0, 1]")
-    return ratio
 
 
 def resolve_weights(cfg: object, ctx: LossContext) -> tuple[float, float]:
@@ -174,7 +166,7 @@ def stare_loss(
     token_loss, weights, metrics, gate_on, w, m = gated_weighted_surrogate(
         batch, cfg, surrogate, ctx, signs, l_plus, l_minus
     )
-    metrics.update(_stare_metrics(batch, resolve_top_p(cfg, ctx), gate_on, w, m, counts, signs.valid))
+    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, counts, signs.valid))
     return LossOutput(
         token_loss=token_loss,
         token_weights=weights,
@@ -213,7 +205,7 @@ def _one_plus_exact(x: float, dtype: torch.dtype) -> bool:
 
 def _stare_metrics(
     batch: TokenBatch,
-    top_p_ratio: float,
+    cfg: StareConfig,
     gate_on: bool,
     w: float,
     m: float,
@@ -231,7 +223,7 @@ def _stare_metrics(
         "gate_on": float(gate_on),
         "reweight_w": w,
         "reweight_m": m,
-        "top_p_ratio": top_p_ratio,
+        "top_p_ratio": cfg.top_p_ratio,
         "n_pos_candidates": n_pos,
         "n_neg_candidates": n_neg,
         "k_plus": k_plus,
@@ -255,7 +247,7 @@ def stare_global_thresholds(
     Args:
         surprisals_pos: 1-D surprisals of all valid A > 0 tokens of the global batch (any order).
         surprisals_neg: 1-D surprisals of all valid A < 0 tokens.
-        cfg: the STARE config (P and variant; the step controller hands in P widened by ``weight_control='auto'``).
+        cfg: the STARE config (P and variant).
 
     Returns:
         ``{"surprisal_threshold_pos": .., "surprisal_threshold_neg": ..}`` for :class:`LossContext`;

@@ -36,7 +36,7 @@ from stare_rl.methods.stare.config import (
     check_stare_fields,
     stare_controllers,
 )
-from stare_rl.methods.stare.loss import gated_weighted_surrogate, resolve_top_p
+from stare_rl.methods.stare.loss import gated_weighted_surrogate
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,9 @@ class StareSensitivityConfig(StareControlFields):
 
 
 def sensitivity_selection(
-    batch: TokenBatch, cfg: StareSensitivityConfig, top_p_ratio: float | None = None
+    batch: TokenBatch, cfg: StareSensitivityConfig
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """L+ and L- by predicted entropy change, and the predicted change ``-A * S`` itself.
-
-    ``top_p_ratio`` is P in force (``weight_control='auto'`` may widen it); None: the config's.
 
     Returns:
         ``(l_plus, l_minus, dh_pred)``: ``(B, T)`` bool, bool (all False for O1) and float (0 on padding).
@@ -69,7 +67,6 @@ def sensitivity_selection(
     if batch.entropy is None:
         raise ValueError("method 'stare_sensitivity' needs batch.entropy (per-token entropy), got entropy=None")
     signs = token_signs(batch.advantages, batch.mask)
-    ratio = cfg.top_p_ratio if top_p_ratio is None else top_p_ratio
     with torch.no_grad():
         sens = entropy_sensitivity_leading(batch.log_prob, batch.entropy)  # (B, T) pi_a (log pi_a + H)
         sens = torch.where(signs.valid, sens, torch.zeros_like(sens))  # padding may hold anything
@@ -77,9 +74,9 @@ def sensitivity_selection(
         raising = sens < 0  # (B, T) surprisal above the state's entropy
         size = dh_pred.abs()  # (B, T) |A S|
         n_pos, n_neg = int(torch.count_nonzero(signs.positive)), int(torch.count_nonzero(signs.negative))
-        l_plus = topk_mask(size, signs.positive & raising, topk_count(ratio, n_pos, "ceil"))
+        l_plus = topk_mask(size, signs.positive & raising, topk_count(cfg.top_p_ratio, n_pos, "ceil"))
         if cfg.variant == "C2":  # A < 0 and S < 0: predicted to lower entropy
-            l_minus = topk_mask(size, signs.negative & raising, topk_count(ratio, n_neg, "ceil"))
+            l_minus = topk_mask(size, signs.negative & raising, topk_count(cfg.top_p_ratio, n_neg, "ceil"))
         else:
             l_minus = torch.zeros_like(l_plus)
     return l_plus, l_minus, dh_pred
@@ -99,8 +96,7 @@ def stare_sensitivity_loss(
         batch: ``(B, T)`` tensors; ``entropy`` is required (the state's entropy H in S).
         cfg: :class:`StareSensitivityConfig`.
         surrogate: clip settings shared with vanilla.
-        ctx: stats ``gate_on`` (None = on), ``reweight_w`` / ``reweight_m`` (the §4.4 schedule's or auto's, if any)
-            and ``top_p_ratio`` (auto's widened P, if any).
+        ctx: stats ``gate_on`` (None = on) and ``reweight_w`` / ``reweight_m`` (the §4.4 schedule's, if any).
 
     Returns:
         per-token loss ``omega * clipped_loss``; ``token_weights`` omega; masks ``l_plus``, ``l_minus``;
@@ -110,7 +106,7 @@ def stare_sensitivity_loss(
         Selection is per batch handed in (batch scope only).
     """
     signs = token_signs(batch.advantages, batch.mask)
-    l_plus, l_minus, dh_pred = sensitivity_selection(batch, cfg, resolve_top_p(cfg, ctx))
+    l_plus, l_minus, dh_pred = sensitivity_selection(batch, cfg)
     token_loss, weights, metrics, gate_on, w, m = gated_weighted_surrogate(  # STARE §4.2-4.3, shared
         batch, cfg, surrogate, ctx, signs, l_plus, l_minus
     )
