@@ -25,7 +25,7 @@ from stare_rl.compare.frontier import (
 from stare_rl.compare.grid import DONE_FILE, parse_grid, restrict, spread
 
 CONFIGS = resources.files("stare_rl").joinpath("configs")
-ACTUATORS = ("stare_auto", "entropy_bonus", "entropic", "entrocraft")
+ACTUATORS = ("stare_auto", "entropy_bonus", "entropic", "entrocraft", "stare_sens_auto")
 
 
 def _yaml(name: str) -> dict:
@@ -44,6 +44,7 @@ def test_frontier_grid_is_the_countdown_cot_budget_with_matched_relative_targets
     assert {grid.cell_config(m)["method"] for m in ("steer", "high_entropy")} == {"steer", "high_entropy"}
     assert grid.cell_config("stare_auto_t05")["weight_control"] == "auto"
     assert grid.cell_config("stare_auto_t05")["variant"] == "C2"
+    assert grid.cell_config("stare_sens_auto_t05")["method"] == "stare_sensitivity"  # added after registration
     assert grid.cell_config("entropy_bonus_t07")["entropy_bonus"] == "adaptive"
     assert "anneal" not in grid.cell_config("entrocraft_t03")  # constant band: the targets are compared
     for key in ("max_steps", "learning_rate", "per_device_train_batch_size", "num_generations", "eval_k"):
@@ -56,7 +57,7 @@ def test_every_frontier_cell_parses_with_stare_train() -> None:
     from stare_rl.compare.run import validate_cells
 
     plans = validate_cells(parse_grid(_yaml("frontier_cot.yaml")))
-    assert len(plans) == 16
+    assert len(plans) == 19
     assert plans["entrocraft_t05"].setup.method_config.target_entropy == "0.5x"
     assert plans["entropy_bonus_t03"].setup.adaptive_entropy["target_entropy"] == "0.3x"
 
