@@ -87,3 +87,7 @@ def test_authority_summary_by_hand(tmp_path):
     # a run without a target (GRPO) scored against another run's: half its steps sit at 0.5 (out of the band)
     grpo = auth.summarise(_write_run(tmp_path / "grpo", [2.0] + [1.0, 0.5] * 50, target=None), target_override=1.0)
     assert grpo["target"] == 1.0 and grpo["band_fraction"] == pytest.approx(0.5)
+    # ~FROM: only the steps after the first 51 (1 + 25 pairs): 25 pairs left, still half of them in the band
+    late = auth.summarise(_write_run(tmp_path / "grpo2", [2.0] + [1.0, 0.5] * 50, target=None), 1.0, from_step=51)
+    assert late["steps"] == 50 and late["from_step"] == 51 and late["first_crossing_step"] == 51
+    assert late["band_fraction"] == pytest.approx(0.5) and late["entropy_start"] == 1.0

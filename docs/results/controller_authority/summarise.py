@@ -1,8 +1,10 @@
 """Issue #28, item 2: does `weight_control: auto` hold a RELATIVE target below the start entropy?
 
-    python docs/results/controller_authority/summarise.py OUT_DIR LABEL=RUN_DIR[@TARGET] [...]
+    python docs/results/controller_authority/summarise.py OUT_DIR LABEL=RUN_DIR[@TARGET][~FROM] [...]
 
-(`@TARGET`: score a run that has no target, e.g. GRPO, against the absolute target of the run it is compared with.)
+(`@TARGET`: score a run that has no target, e.g. GRPO, against the absolute target of the run it is compared with.
+`~FROM`: score only the steps after the first FROM logged steps, e.g. a run resumed at step FROM under other
+settings, or its parent over the same window; W and its bound are counted over the same steps.)
 
 Per run (a `stare train` or `stare compare` cell directory), with the frontier grid's definitions
 (`stare_rl.compare.frontier`): the resolved target (`control/target_entropy`), the batch entropy
@@ -42,14 +44,15 @@ def _series_ending(run, suffix: str) -> list[float]:
     return [v for _, v in run.series[key]] if key else []
 
 
-def summarise(run_dir: Path, target_override: float | None = None) -> dict:
+def summarise(run_dir: Path, target_override: float | None = None, from_step: int = 0) -> dict:
     run = read_run(run_dir)
     key = next(k for k in ENTROPY_KEYS if run.series.get(k))
-    h = [v for _, v in run.series[key]]
+    h = [v for _, v in run.series[key]][from_step:]
     targets = [v for _, v in run.series.get(TARGET_KEY, [])] or _series_ending(run, "auto_target")  # older runs
     target = target_override if target_override is not None else [v for v in targets if math.isfinite(v)][-1]
     first = first_crossing(h, target, BAND)
-    out = {**cell_values(run_dir, BAND), "steps": len(h), "entropy_start": h[0], "first_crossing_step": first,
+    out = {**cell_values(run_dir, BAND), "steps": len(h), "from_step": from_step, "entropy_start": h[0],
+           "first_crossing_step": None if first is None else first + from_step,
            "target": target, "band_fraction": band_fraction(h, target, BAND)}
     if first is not None:
         tail = h[first:]
@@ -63,8 +66,8 @@ def summarise(run_dir: Path, target_override: float | None = None) -> dict:
             "noise_ceiling": None if not noise else math.erf(BAND / (math.sqrt(2) * noise)),
             "mean_over_target": statistics.fmean(tail) / target,
         })
-    w = _series_ending(run, "reweight_w")
-    sat = _series_ending(run, "auto_saturated_high")
+    w = _series_ending(run, "reweight_w")[from_step:]
+    sat = _series_ending(run, "auto_saturated_high")[from_step:]
     out.update({"w_max_seen": max(w) if w else None, "steps_at_w_bound": int(sum(sat)) if sat else None,
                 "w_final": w[-1] if w else None})
     return out
@@ -77,8 +80,9 @@ def main(argv: list[str]) -> int:
     summary = json.loads(path.read_text()) if path.is_file() else {}
     for item in argv[1:]:
         label, run = item.split("=", 1)
+        run, _, start = run.partition("~")  # RUN_DIR~500: only the steps after the first 500
         run, _, target = run.partition("@")  # RUN_DIR@0.123: score a run without a target (GRPO) against one
-        summary[label] = summarise(Path(run), float(target) if target else None)
+        summary[label] = summarise(Path(run), float(target) if target else None, int(start) if start else 0)
     path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
     def f(v, fmt="{:.3f}"):

@@ -118,6 +118,27 @@ def test_anti_windup_recovers_fast_after_long_saturation():
     assert weights[back + 30] == 1.0
 
 
+def test_one_warning_when_w_stays_at_its_bound(caplog):
+    """50 consecutive steps at W = w_max below the target: one warning naming the bound and the remedy; a step
+    back above the target resets the count; never a second warning."""
+    import logging
+
+    ctrl = AutoWeightController(TARGET)
+    with caplog.at_level(logging.WARNING, logger="stare_rl.methods.stare.auto"):
+        for t in range(400):
+            ctrl.update(StepObservation(entropy=0.05, step=t))
+    warnings = [r for r in caplog.records if "run out of authority" in r.getMessage()]
+    assert len(warnings) == 1 and "auto_w_max=50.0" in warnings[0].getMessage()
+    assert "stare_sensitivity" in warnings[0].getMessage()
+    quiet = AutoWeightController(TARGET)  # W reaches its bound but the entropy keeps crossing back: no warning
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="stare_rl.methods.stare.auto"):
+        for t in range(400):
+            quiet.update(StepObservation(entropy=0.05 if t % 40 else 0.6, step=t))
+    assert quiet.metrics()["auto_saturated_high"] == 1.0
+    assert not [r for r in caplog.records if "run out of authority" in r.getMessage()]
+
+
 def test_rate_limit():
     cfg = AutoWeightConfig(auto_kp=100.0, auto_ki=1.0, auto_smoothing=0.0, auto_rate_limit=0.1)
     ctrl = AutoWeightController(TARGET, cfg)

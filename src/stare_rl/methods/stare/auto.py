@@ -27,6 +27,7 @@ Bottom layer: imports only :mod:`math` and :mod:`stare_rl.control.base` (no torc
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +36,9 @@ from typing import Any, ClassVar
 from stare_rl.control.base import StepObservation, require_same_settings
 from stare_rl.control.target import EntropyTarget, start_entropy_of
 
+logger = logging.getLogger(__name__)
+
+SATURATION_WARN_STEPS = 50  # consecutive steps at W = auto_w_max with H below the target before the one warning
 AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
 _NEG_TOL = 1e-6  # entropies this far below 0 are rounding, not bugs
 _EPS = 1e-12  # floor on H_tgt in the relative error: target 0 gives e = -1 above 0 and e = 0 at 0 (no NaN)
@@ -134,6 +138,8 @@ class AutoWeightController:
         self.entropy: float | None = None
         self.steps = 0
         self.saturated_high = self.saturated_low = self.rate_limited = False
+        self._pinned = 0  # consecutive steps at the top bound (for the one warning; not state: warning only)
+        self._warned = False
 
     @classmethod
     def from_config(cls, method_config: Any, config: AutoWeightConfig | None = None) -> AutoWeightController:
@@ -174,6 +180,15 @@ class AutoWeightController:
         self.strength, self.error, self.p_term, self.entropy = u, e, p, h
         self.saturated_high, self.saturated_low = u >= u_max, u <= 0.0
         self.steps += 1
+        self._pinned = self._pinned + 1 if (self.saturated_high and raw > 0.0) else 0
+        if self._pinned >= SATURATION_WARN_STEPS and not self._warned:
+            self._warned = True
+            logger.warning(
+                "weight_control='auto': W has been at its bound auto_w_max=%s for %d steps (step %d) with the entropy "
+                "still below the target (%.4g < %.4g): re-weighting the selected tokens has run out of authority. "
+                "At low entropy STARE's top-surprisal L+/L- are mostly tokens whose up-weighting lowers the entropy; "
+                "method 'stare_sensitivity' selects only tokens that raise it (docs/methods.md, 'weight_control: "
+                "auto', when W saturates)", cfg.auto_w_max, self._pinned, obs.step, h, self.target_entropy)
 
     # ----- outputs -----
     @property
