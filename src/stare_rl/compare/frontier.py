@@ -58,12 +58,17 @@ def family_of(grid: Grid, method: str) -> tuple[str, str | None]:
     return (m.group("family") if m and target is not None else method), spelling
 
 
+def _in_band(h: float, target: float, band: float) -> bool:
+    return target * (1 - band) <= h <= target * (1 + band)
+
+
 def first_crossing(entropy: Sequence[float], target: float, band: float) -> int | None:
     """Index of the first step inside ``target (1 ± band)`` or past the target from where the run started."""
     if not entropy:
         return None
-    lo, hi, start = target * (1 - band), target * (1 + band), entropy[0]
-    return next((i for i, h in enumerate(entropy) if lo <= h <= hi or (h - target) * (start - target) < 0), None)
+    start = entropy[0]
+    return next((i for i, h in enumerate(entropy)
+                 if _in_band(h, target, band) or (h - target) * (start - target) < 0), None)
 
 
 def band_fraction(entropy: Sequence[float], target: float, band: float) -> float | None:
@@ -72,7 +77,7 @@ def band_fraction(entropy: Sequence[float], target: float, band: float) -> float
     if first is None:
         return None
     tail = entropy[first:]
-    return sum(target * (1 - band) <= x <= target * (1 + band) for x in tail) / len(tail)
+    return sum(_in_band(x, target, band) for x in tail) / len(tail)
 
 
 def cell_values(run_dir: Path, band: float) -> dict[str, float | None]:

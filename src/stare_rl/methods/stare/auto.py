@@ -21,7 +21,8 @@ integral drains (also at u = 0), so W = M = 1 (exactly vanilla, ``gate_on`` Fals
 above the target; below it the strength grows until the entropy stops falling. The papers' hard gate and
 §4.4 schedule stay available unchanged (``weight_control: fixed | paper``).
 
-Bottom layer: imports only :mod:`math` and :mod:`stare_rl.control.base` (no torch maths needed).
+Bottom layer: imports only the standard library (:mod:`math`, :mod:`logging`) and :mod:`stare_rl.control.base` /
+:mod:`stare_rl.control.target` (no torch maths needed).
 """
 
 from __future__ import annotations
@@ -186,9 +187,9 @@ class AutoWeightController:
             logger.warning(
                 "weight_control='auto': W has been at its bound auto_w_max=%s for %d steps (step %d) with the entropy "
                 "still below the target (%.4g < %.4g): re-weighting the selected tokens has run out of authority. "
-                "At low entropy STARE's top-surprisal L+/L- are mostly tokens whose up-weighting lowers the entropy; "
-                "method 'stare_sensitivity' selects only tokens that raise it (docs/methods.md, 'weight_control: "
-                "auto', when W saturates)", cfg.auto_w_max, self._pinned, obs.step, h, self.target_entropy)
+                "With method 'stare', the top-surprisal L+/L- are mostly tokens whose up-weighting lowers the entropy "
+                "once it is low; method 'stare_sensitivity' selects only tokens predicted to raise it (docs/methods.md, "
+                "'weight_control: auto', when W saturates)", cfg.auto_w_max, self._pinned, obs.step, h, self.target_entropy)
 
     # ----- outputs -----
     @property
