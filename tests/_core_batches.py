@@ -17,8 +17,9 @@ def random_batch(
     token_adv: bool = False,
     dtype: torch.dtype = torch.float32,
 ) -> TokenBatch:
-    """A GRPO-like batch: ragged mask, per-row advantages broadcast over tokens, entropy in [0, 4], and an
-    old-policy entropy (a separate draw in [0, 4], as after an update the two differ).
+    """A GRPO-like batch: ragged mask, per-row advantages broadcast over tokens, entropy in [0, 4], an
+    old-policy entropy (a separate draw in [0, 4], as after an update the two differ) and a 0/1 reward (1 where
+    A > 0).
 
     ``log_prob`` is a leaf tensor with ``requires_grad=True``; ``token_adv`` draws a fresh advantage per token.
     """
@@ -41,6 +42,7 @@ def random_batch(
         mask=mask,
         entropy=entropy,
         old_entropy=old_entropy,
+        rewards=(adv > 0).to(dtype) * mask,  # a 0/1 outcome consistent with the advantage's sign (no extra draw)
     )
 
 
@@ -53,11 +55,13 @@ def with_(batch: TokenBatch, **changes: torch.Tensor | None) -> TokenBatch:
         "mask": batch.mask,
         "entropy": batch.entropy,
         "old_entropy": batch.old_entropy,
+        "rewards": batch.rewards,
     }
     fields.update(changes)
     shape = fields["log_prob"].shape
-    if "old_entropy" not in changes and fields["old_entropy"] is not None and fields["old_entropy"].shape != shape:
-        fields["old_entropy"] = None  # rows cut from the other fields only: no old entropy for the cut batch
+    for name in ("old_entropy", "rewards"):
+        if name not in changes and fields[name] is not None and fields[name].shape != shape:
+            fields[name] = None  # rows cut from the other fields only: none of it for the cut batch
     fields["log_prob"] = fields["log_prob"].detach().clone().requires_grad_(True)
     return TokenBatch(**fields)
 

@@ -184,13 +184,15 @@ def test_token_batch_validation(over: dict, match: str) -> None:
 
 @pytest.mark.parametrize("name", list_methods())
 def test_non_finite_padding_never_reaches_loss_or_gradient(name: str) -> None:
-    """Padding may hold -inf log-probs and NaN advantages/entropies: TokenBatch accepts it, no method sees it."""
+    """Padding may hold -inf log-probs and NaN advantages/entropies/rewards: TokenBatch accepts it, no method sees
+    it."""
     mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
     lp = torch.tensor([[-0.5, -1.0, -math.inf], [-0.1, -1.0, -2.0]], requires_grad=True)
     b = _tb(log_prob=lp, old_log_prob=torch.tensor([[-0.4, -1.0, math.nan], [-0.1, -1.1, -2.0]]), mask=mask,
             advantages=torch.tensor([[1.0, 1.0, math.nan], [-1.0] * 3]),
             entropy=torch.tensor([[1.0, 2.0, math.inf], [0.5, 0.2, 0.1]]),
-            old_entropy=torch.tensor([[0.9, 2.1, math.nan], [0.4, 0.3, 0.1]]))
+            old_entropy=torch.tensor([[0.9, 2.1, math.nan], [0.4, 0.3, 0.1]]),
+            rewards=torch.tensor([[1.0, 1.0, math.nan], [0.0] * 3]))
     assert b.n_valid == 5 and b.mask_f.dtype == torch.float32
     out = compute_loss(name, b, context=LossContext(generator=torch.Generator().manual_seed(0)))
     for mode in AGG_MODES:

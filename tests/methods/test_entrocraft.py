@@ -1,10 +1,11 @@
 """Entrocraft: the band and Algorithm 1's indicator (hand-derived, annealing none / linear / cosine), the advantage
 switch RAFT++ / NSR / GRPO and its loss and gradient (hand-derived on small tensors), reduces to vanilla inside
-the band, the ±1 mapping of a 0/1 reward (NSR is not a no-op), validation, state round trip, and a closed loop
+the band, the ±1 mapping of a 0/1 reward (NSR is not a no-op; the agreeing groups are pushed too), validation, state round trip, and a closed loop
 in which the band holds a toy entropy."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -84,15 +85,31 @@ def test_state_round_trip_is_exact() -> None:
 
 
 def test_switched_advantages_hand_derived() -> None:
-    # rows: A = +1.2, -0.8, 0 (a constant group), +0.3; the last token of row 1 is padding
-    adv = torch.tensor([[1.2, 1.2], [-0.8, -0.8], [0.0, 0.0], [0.3, 0.3]])
-    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0], [1.0, 1.0]])
-    raft = torch.tensor([[1.0, 1.0], [0.0, 0.0], [0.0, 0.0], [1.0, 1.0]])  # RAFT++: unit push on A > 0 only
-    nsr = torch.tensor([[0.0, 0.0], [-1.0, 0.0], [0.0, 0.0], [0.0, 0.0]])  # NSR: unit push-down on A < 0 only
-    grpo = torch.tensor([[1.2, 1.2], [-0.8, 0.0], [0.0, 0.0], [0.3, 0.3]])  # unchanged (padding 0)
-    assert torch.equal(switched_advantages(adv, mask, 1), raft)
-    assert torch.equal(switched_advantages(adv, mask, -1), nsr)
-    assert torch.equal(switched_advantages(adv, mask, 0), grpo)
+    # rows: rewards 1, 0, 0 (an all-wrong group: A = 0), 1 (an all-correct group: A = 0), 1; A = +1.2, -0.8, 0, 0,
+    # +0.3; the last token of row 1 is padding
+    adv = torch.tensor([[1.2, 1.2], [-0.8, -0.8], [0.0, 0.0], [0.0, 0.0], [0.3, 0.3]])
+    rewards = torch.tensor([[1.0, 1.0], [0.0, 0.0], [0.0, 0.0], [1.0, 1.0], [1.0, 1.0]])
+    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]])
+    # RAFT++ = max(2R - 1, 0): every correct response, the all-correct group's included
+    raft = torch.tensor([[1.0, 1.0], [0.0, 0.0], [0.0, 0.0], [1.0, 1.0], [1.0, 1.0]])
+    # NSR = min(2R - 1, 0): every wrong response, the all-wrong group's included (padding 0)
+    nsr = torch.tensor([[0.0, 0.0], [-1.0, 0.0], [-1.0, -1.0], [0.0, 0.0], [0.0, 0.0]])
+    grpo = torch.tensor([[1.2, 1.2], [-0.8, 0.0], [0.0, 0.0], [0.0, 0.0], [0.3, 0.3]])  # unchanged (padding 0)
+    assert torch.equal(switched_advantages(adv, rewards, mask, 1), raft)
+    assert torch.equal(switched_advantages(adv, rewards, mask, -1), nsr)
+    assert torch.equal(switched_advantages(adv, rewards, mask, 0), grpo)
+
+
+def test_the_reference_plus_minus_one_reward_with_midpoint_zero() -> None:
+    # the reference's math reward is -1/+1 and its estimators take max(R, 0) / min(R, 0): midpoint 0 gives the same
+    r = torch.tensor([[1.0], [-1.0], [-1.0], [1.0]])
+    mask, adv = torch.ones(4, 1), torch.zeros(4, 1)
+    assert torch.equal(switched_advantages(adv, r, mask, 1, midpoint=0.0), torch.clamp(r, min=0.0))
+    assert torch.equal(switched_advantages(adv, r, mask, -1, midpoint=0.0), torch.clamp(r, max=0.0))
+    # a response exactly at the midpoint is in neither set
+    half = torch.full((1, 1), 0.5)
+    assert switched_advantages(torch.zeros(1, 1), half, torch.ones(1, 1), 1).item() == 0.0
+    assert switched_advantages(torch.zeros(1, 1), half, torch.ones(1, 1), -1).item() == 0.0
 
 
 def test_a_zero_one_reward_maps_to_plus_minus_one_and_nsr_is_not_a_no_op() -> None:
@@ -103,8 +120,9 @@ def test_a_zero_one_reward_maps_to_plus_minus_one_and_nsr_is_not_a_no_op() -> No
     assert adv[0, 0].item() == pytest.approx(0.5 / (0.5773503 + 1e-6), rel=1e-5)
     # the reference's NSR on the raw 0/1 reward: min(R, 0) = 0 everywhere, a no-op; here 2R - 1 = [+1, -1, -1, +1]
     assert torch.equal(torch.minimum(rewards, torch.zeros(4)), torch.zeros(4))
-    nsr = switched_advantages(adv, mask, -1)[:, 0]
-    raft = switched_advantages(adv, mask, 1)[:, 0]
+    r = broadcast_to_tokens(rewards, mask)
+    nsr = switched_advantages(adv, r, mask, -1)[:, 0]
+    raft = switched_advantages(adv, r, mask, 1)[:, 0]
     assert torch.equal(nsr, torch.minimum(2 * rewards - 1, torch.zeros(4)))  # [0, -1, -1, 0]
     assert torch.equal(raft, torch.maximum(2 * rewards - 1, torch.zeros(4)))  # [1, 0, 0, 1]
 
@@ -113,7 +131,8 @@ def _two_token_batch() -> TokenBatch:
     # on-policy (r = 1): the clipped loss is -A' per token and its gradient w.r.t. log pi is -A'
     log_prob = torch.log(torch.tensor([[0.5, 0.25], [0.5, 0.125]])).requires_grad_(True)
     adv = torch.tensor([[2.0, 2.0], [-0.5, -0.5]])
-    return TokenBatch(log_prob, log_prob.detach().clone(), adv, torch.ones(2, 2))
+    rewards = torch.tensor([[1.0, 1.0], [0.0, 0.0]])
+    return TokenBatch(log_prob, log_prob.detach().clone(), adv, torch.ones(2, 2), rewards=rewards)
 
 
 @pytest.mark.parametrize(
@@ -140,9 +159,16 @@ def test_loss_and_gradient_hand_derived(mode: int | None, token_loss: list, kept
 def test_inside_the_band_it_is_exactly_vanilla() -> None:
     for seed in range(3):
         batch = random_batch(seed)
+        batch = dataclasses.replace(batch, rewards=(batch.advantages > 0).to(batch.log_prob.dtype))
         a = compute_loss("entrocraft", batch, EntrocraftConfig(), SurrogateConfig(), _ctx(0))
         b = compute_loss("vanilla", batch, None, SurrogateConfig())
         assert torch.equal(a.token_loss, b.token_loss)
+
+
+def test_without_rewards_the_loss_names_the_missing_field() -> None:
+    batch = dataclasses.replace(_two_token_batch(), rewards=None)
+    with pytest.raises(ValueError, match="method 'entrocraft' needs batch.rewards"):
+        compute_loss("entrocraft", batch, None, None, _ctx(-1))
 
 
 def test_bad_mode_and_config_name_the_field() -> None:
@@ -154,6 +180,7 @@ def test_bad_mode_and_config_name_the_field() -> None:
         ({"anneal": "linear"}, "anneal='linear' needs anneal_steps > 0"),
         ({"anneal_steps": -1}, "anneal_steps=-1 must be an integer >= 0"),
         ({"anneal_end_fraction": 0.0}, "anneal_end_fraction=0.0 must be a finite number > 0"),
+        ({"reward_midpoint": float("nan")}, "reward_midpoint=nan must be a finite number"),
         ({"target_entropy": "0.5"}, None),  # a numeric string is an absolute target
     ]:
         if text is None:
@@ -169,6 +196,7 @@ def test_traits_declared_at_registration() -> None:
     ctrls = spec.make_controllers(EntrocraftConfig())
     assert list(ctrls) == ["entrocraft_band"] and not getattr(ctrls["entrocraft_band"], "memoryless", False)
     assert not spec.needs_entropy and spec.global_stats is None
+    assert spec.needs_rewards  # RAFT++ / NSR read the raw reward, not the group advantage
     assert [m.key for m in spec.metrics] == ["control/entrocraft_mode"]
 
 

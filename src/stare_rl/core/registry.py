@@ -69,6 +69,7 @@ class MethodSpec:
         config_cls: the frozen config dataclass.
         needs_entropy: ``batch.entropy`` (current policy, full vocabulary) must be given.
         needs_old_entropy: ``batch.old_entropy`` (behaviour / old policy) must be given.
+        needs_rewards: ``batch.rewards`` (each response's raw outcome reward) must be given.
         global_stats: how to compute whole-step-batch statistics (None: the method has none).
         controllers: ``cfg -> {name: controller}`` (:class:`stare_rl.control.base.Controller`); the names key the
             saved state. None: the method keeps no state across steps.
@@ -83,6 +84,7 @@ class MethodSpec:
     global_stats: GlobalStats | None = None
     controllers: Callable[[Any], dict[str, Any]] | None = None
     metrics: tuple[MetricSpec, ...] = ()
+    needs_rewards: bool = False
 
     def make_controllers(self, cfg: Any) -> dict[str, Any]:
         """This method's controllers for ``cfg`` (``{}`` when it keeps no state)."""
@@ -101,6 +103,7 @@ def register_method(
     global_stats: GlobalStats | None = None,
     controllers: Callable[[Any], dict[str, Any]] | None = None,
     metrics: tuple[MetricSpec, ...] = (),
+    needs_rewards: bool = False,
 ) -> Callable[[MethodFn], MethodFn]:
     """Decorator: register ``fn`` under ``name`` with its frozen config dataclass and traits (see :class:`MethodSpec`)."""
 
@@ -108,7 +111,7 @@ def register_method(
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise ValueError(f"method {name!r} is already registered")
         _REGISTRY[name] = MethodSpec(name, fn, config_cls, needs_entropy, needs_old_entropy, global_stats,
-                                     controllers, tuple(metrics))
+                                     controllers, tuple(metrics), needs_rewards)
         return fn
 
     return deco
@@ -169,4 +172,6 @@ def compute_loss(
     for attr, needed in (("entropy", spec.needs_entropy), ("old_entropy", spec.needs_old_entropy)):
         if needed and getattr(batch, attr) is None:
             raise ValueError(f"method {name!r} needs batch.{attr} (per-token entropy), got {attr}=None")
+    if spec.needs_rewards and batch.rewards is None:
+        raise ValueError(f"method {name!r} needs batch.rewards (each response's outcome reward), got rewards=None")
     return spec.fn(batch, cfg, surrogate or SurrogateConfig(), context or LossContext())

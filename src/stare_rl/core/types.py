@@ -26,6 +26,8 @@ class TokenBatch:
         mask: ``(B, T)`` 1 on valid response tokens, 0 on padding (bool or float).
         entropy: optional ``(B, T)`` full-vocabulary entropy of the current policy at each position.
         old_entropy: optional ``(B, T)`` full-vocabulary entropy of the behaviour (old) policy at each position.
+        rewards: optional ``(B, T)`` the response's scalar outcome reward at each of its tokens (broadcast as the
+            sequence advantage is); for methods that act on the raw reward rather than the group-relative advantage.
     """
 
     log_prob: torch.Tensor
@@ -34,6 +36,7 @@ class TokenBatch:
     mask: torch.Tensor
     entropy: torch.Tensor | None = None
     old_entropy: torch.Tensor | None = None
+    rewards: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         ref = self.log_prob
@@ -42,7 +45,7 @@ class TokenBatch:
         if not ref.is_floating_point():
             raise ValueError(f"log_prob must be a floating tensor, got dtype {ref.dtype}")
         named = {"old_log_prob": self.old_log_prob, "advantages": self.advantages, "mask": self.mask}
-        for name in ("entropy", "old_entropy"):
+        for name in ("entropy", "old_entropy", "rewards"):
             if getattr(self, name) is not None:
                 named[name] = getattr(self, name)
         for name, t in named.items():
@@ -55,7 +58,7 @@ class TokenBatch:
             if name != "mask" and t.dtype != ref.dtype:
                 raise ValueError(f"{name} has dtype {t.dtype}, expected {ref.dtype} like log_prob")
         valid = self.valid
-        for name in ("log_prob", "old_log_prob", "advantages", "entropy", "old_entropy"):
+        for name in ("log_prob", "old_log_prob", "advantages", "entropy", "old_entropy", "rewards"):
             t = getattr(self, name)
             if t is not None and not bool(torch.isfinite(t.detach()[valid]).all()):
                 raise ValueError(f"{name} contains NaN or inf at valid (mask=1) positions")

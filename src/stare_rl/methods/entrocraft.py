@@ -8,22 +8,25 @@ sign of the advantages that reach the gradient steers the entropy. Once per step
 the band ``[h_low, h_high]``:
 
     m = 1[H > h_high] - 1[H < h_low]                          (Algorithm 1's out-of-range indicator)
-    m = +1:  A' = 1[A > 0]        positive samples only (RAFT++): sharpen, entropy falls
-    m = -1:  A' = -1[A < 0]       negative samples only (NSR): entropy rises
+    m = +1:  A' = 1[R > c]        correct responses only (RAFT++): sharpen, entropy falls
+    m = -1:  A' = -1[R < c]       wrong responses only (NSR): entropy rises
     m =  0:  A' = A               GRPO (the batch's own advantages)
     l = l_clip(r, A')
 
-Bounds (§4.3): ``h_low/high = c_t (1 -/+ band)`` around the target ``c_t``, annealed over ``anneal_steps``
-from ``target_entropy`` to ``anneal_end_fraction * target_entropy`` (``none``: constant; ``linear``:
-progress ``t / T``; ``cosine``: ``(1 - cos(pi t / T)) / 2``, as the reference's ``grpo_range_cos``), then held.
+with R the response's raw outcome reward and c = ``reward_midpoint``. Bounds (§4.3): ``h_low/high = c_t (1 -/+
+band)`` around the target ``c_t``, annealed over ``anneal_steps`` from ``target_entropy`` to
+``anneal_end_fraction * target_entropy`` (``none``: constant; ``linear``: progress ``t / T``; ``cosine``: ``(1 -
+cos(pi t / T)) / 2``, as the reference's ``grpo_range_cos``), then held.
 
-Rewards. The reference's RAFT++ and NSR take the *raw* reward: ``max(R, 0)`` and ``min(R, 0)``, with the ±1
-reward of its math tasks. On a 0/1 reward ``min(R, 0) = 0``: NSR would be a no-op. Here the reward is mapped to
-±1 through the sign of the group-relative advantage the batch carries (``A > 0``: better than its group), which
-for a 0/1 (or ±1) reward in a group with both outcomes is exactly ``sign(2R - 1)``, the reward mapped to ±1;
-this needs no reward in the loss, so both engines run it through the registry as they are.
-# DEVIATION: a group whose rewards all agree has A = 0 and contributes nothing in every mode; the reference, on
-# a ±1 reward, would push an all-correct group up under RAFT++ and an all-wrong one down under NSR.
+Rewards. The reference's RAFT++ and NSR take the *raw* reward, not the group-relative advantage: ``max(R, 0)`` and
+``min(R, 0)`` with the ±1 reward of its math tasks. So every correct response is pushed up (RAFT++) and every wrong
+one down (NSR), *including the groups whose rewards all agree*, which carry no GRPO advantage. On a 0/1 reward
+``min(R, 0) = 0``: NSR would be a no-op. Here the reward is centred on ``reward_midpoint`` (0.5 for a 0/1 reward,
+0 for the reference's ±1): ``sign(R - c)``, i.e. exactly the reference's ``max/min(R, 0)`` for a binary reward
+mapped to ±1. The method declares ``needs_rewards``; both engines hand the loss each response's reward.
+# DEVIATION: a graded reward gets a unit push (the sign of R - c), where the reference would scale by R.
+# (Before session 36 the ±1 sign came from the group advantage, which dropped the agreeing groups: on
+# countdown_cot 60-75 % of them, so NSR kept 11-26 % of the tokens and the entropy kept falling under it.)
 """
 
 from __future__ import annotations
@@ -71,6 +74,12 @@ class EntrocraftConfig:
         default=0.45 / 0.65,
         metadata={"help": "Final centre as a fraction of target_entropy, > 0 (reference linear recipe: 0.45 / 0.65)."},
     )
+    reward_midpoint: float = field(
+        default=0.5,
+        metadata={"help": "Reward that separates correct from wrong: RAFT++ keeps responses with R > it, NSR those "
+                  "with R < it (0.5 for a 0/1 reward; 0 for the reference's -1/+1 reward). A response exactly at "
+                  "it is in neither."},
+    )
     anneal_steps: int = field(
         default=0,
         metadata={"help": "Steps over which the centre anneals (the run's max_steps); required > 0 unless "
@@ -86,6 +95,9 @@ class EntrocraftConfig:
         f = self.anneal_end_fraction
         if not (isinstance(f, (int, float)) and math.isfinite(f) and f > 0.0):
             raise ValueError(f"anneal_end_fraction={f!r} must be a finite number > 0")
+        m = self.reward_midpoint
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not math.isfinite(m):
+            raise ValueError(f"reward_midpoint={m!r} must be a finite number (0.5 for a 0/1 reward)")
         steps = self.anneal_steps
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
             raise ValueError(f"anneal_steps={steps!r} must be an integer >= 0")
@@ -153,18 +165,23 @@ class EntrocraftBand:
         self.entropy = None if state["entropy"] is None else float(state["entropy"])
 
 
-def switched_advantages(advantages: torch.Tensor, mask: torch.Tensor, mode: int) -> torch.Tensor:
-    """``(B, T)`` advantages after the band switch: RAFT++ (``mode`` +1), NSR (-1) or unchanged (0); 0 on padding."""
+def switched_advantages(advantages: torch.Tensor, rewards: torch.Tensor, mask: torch.Tensor, mode: int,
+                        midpoint: float = 0.5) -> torch.Tensor:
+    """``(B, T)`` advantages after the band switch: RAFT++ (``mode`` +1), NSR (-1) or unchanged (0); 0 on padding.
+
+    ``rewards`` is each response's raw reward at its tokens; RAFT++ and NSR read it against ``midpoint`` (every
+    group, whether or not its rewards agree), GRPO keeps the batch's ``advantages``.
+    """
     valid = mask > 0  # (B, T)
-    adv = torch.where(valid, advantages.detach(), 0.0)  # (B, T)
-    if mode > 0:  # RAFT++ on the ±1-mapped reward: unit push on the better-than-group samples only
-        return (adv > 0).to(adv.dtype)
-    if mode < 0:  # NSR on the ±1-mapped reward: unit push-down on the worse-than-group samples only
-        return -(adv < 0).to(adv.dtype)
-    return adv
+    if mode > 0:  # RAFT++: unit push on every correct response
+        return (valid & (rewards.detach() > midpoint)).to(advantages.dtype)
+    if mode < 0:  # NSR: unit push-down on every wrong response
+        return -(valid & (rewards.detach() < midpoint)).to(advantages.dtype)
+    return torch.where(valid, advantages.detach(), 0.0)
 
 
-@register_method("entrocraft", EntrocraftConfig, controllers=lambda cfg: {"entrocraft_band": EntrocraftBand(cfg)},
+@register_method("entrocraft", EntrocraftConfig, needs_rewards=True,
+                 controllers=lambda cfg: {"entrocraft_band": EntrocraftBand(cfg)},
                  metrics=(MetricSpec(control_metric(MODE_KEY), "Entrocraft mode (+1 RAFT++, -1 NSR)",
                                      short="mode", ylim=(-1.05, 1.05)),))
 def entrocraft_loss(batch: TokenBatch, cfg: EntrocraftConfig, surrogate: SurrogateConfig,
@@ -172,8 +189,9 @@ def entrocraft_loss(batch: TokenBatch, cfg: EntrocraftConfig, surrogate: Surroga
     """The shared clipped surrogate on the band-switched advantages (formula in the module docstring).
 
     Args:
-        batch: ``(B, T)`` tensors; ``advantages`` are the estimator's (GRPO by default), their sign per response.
-        cfg: the band (read by the controller; the loss only needs the mode).
+        batch: ``(B, T)`` tensors; ``advantages`` are the estimator's (GRPO by default, used inside the band),
+            ``rewards`` each response's raw reward (RAFT++ / NSR).
+        cfg: the band (read by the controller) and ``reward_midpoint`` (read here).
         surrogate: the shared clip settings.
         ctx: ``entrocraft_mode`` in {-1, 0, +1} from :class:`EntrocraftBand`; ``None`` = 0 (GRPO).
 
@@ -189,7 +207,7 @@ def entrocraft_loss(batch: TokenBatch, cfg: EntrocraftConfig, surrogate: Surroga
     mode = int(ctx.get(MODE_KEY, 0))
     if mode not in (-1, 0, 1):
         raise ValueError(f"context {MODE_KEY}={mode} must be -1, 0 or 1")
-    adv = switched_advantages(batch.advantages, batch.mask, mode)  # (B, T)
+    adv = switched_advantages(batch.advantages, batch.rewards, batch.mask, mode, cfg.reward_midpoint)  # (B, T)
     token_loss, metrics = clipped_surrogate(batch.log_prob, batch.old_log_prob, adv, batch.mask, surrogate)
     kept = (batch.mask > 0) & (adv != 0)  # (B, T)
     n = (batch.mask > 0).sum().clamp(min=1).to(token_loss.dtype)

@@ -206,6 +206,25 @@ def test_dynamic_sampling_drops_constant_groups(tmp_path: Path) -> None:
     assert all(r["dynamic_sampling/kept"] > 0.5 for r in step_logs(trainer))
 
 
+def zero_reward(prompts: list, completions: list, **kwargs: Any) -> list[float]:
+    return [0.0 for _ in completions]
+
+
+@pytest.mark.parametrize("reward, target, mode", [(constant_reward, 1e-4, 1.0), (zero_reward, 100.0, -1.0)])
+def test_entrocraft_pushes_agreeing_groups_from_the_reward(tmp_path: Path, reward: Any, target: float,
+                                                           mode: float) -> None:
+    """Entrocraft's RAFT++ / NSR act on the raw reward (as the reference's max/min(R, 0)): with every group all
+    correct (all wrong), every advantage is 0, yet RAFT++ above the band (NSR below it) keeps every token and the
+    model moves; GRPO on the same batches would not."""
+    trainer = make_trainer(tmp_path, "entrocraft", {"target_entropy": target}, reward=reward)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    for rec in step_logs(trainer):
+        assert rec["control/entrocraft_mode"] == mode and rec["frac_reward_zero_std"] == 1.0
+        assert rec["loss/kept_frac"] == 1.0
+    assert any(not torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
+
+
 def half_constant_reward(prompts: list, completions: list, **kwargs: Any) -> list[float]:
     """Constant 0 for prompts whose text starts with an even digit (no spread), the digit fraction otherwise."""
     out = []

@@ -123,8 +123,7 @@ class ActorWG:
         return self.tq.kv_batch_put(batch.keys, batch.partition_id, out)
 
     def update_actor(self, batch: KVBatchMeta) -> dict[str, Any]:
-        data = self.tq.kv_batch_get(batch.keys, batch.partition_id,
-                                    ["prompts", "responses", "response_mask", "old_log_probs", "advantages"])
+        data = self.tq.kv_batch_get(batch.keys, batch.partition_id)  # verl's worker: every field of the rows
         for key, val in batch.extra_info.items():  # as verl's _meta_to_realdata does
             tu.assign_non_tensor_data(tensor_dict=data, key=key, val=val)
         tu.assign_non_tensor(data, dp_size=1, batch_num_tokens=None, global_batch_size=None,
@@ -153,6 +152,7 @@ class DataLoaderState:
 
 
 LENGTHS = [5, 3, 4, 2, 0]  # the last sample is verl's balancing padding: an all-zero response mask
+REWARDS = [1.0, 0.0, 0.0, 1.0, 0.0]  # outcome rewards: rows 2 and 3 disagree with their advantage's sign (+1, -1)
 
 
 def step_data(seed: int, entropy_scale: float) -> dict[str, Any]:
@@ -163,7 +163,10 @@ def step_data(seed: int, entropy_scale: float) -> dict[str, Any]:
         width = max(n, 2)
         mask = (torch.arange(width) < n).long()
         rows[k] = {"prompts": torch.ones(PROMPT_LEN, dtype=torch.long), "responses": torch.ones(width, dtype=torch.long),
-                   "response_mask": mask, "advantages": torch.full((width,), (-1.0) ** i) * mask}
+                   "response_mask": mask, "advantages": torch.full((width,), (-1.0) ** i) * mask,
+                   "rm_scores": torch.zeros(width)}
+        if n:  # the reward manager puts the outcome on the last response token
+            rows[k]["rm_scores"][n - 1] = REWARDS[i]
         log_prob[k] = -torch.rand(width, generator=g) * 2 - 0.05
         rows[k]["rollout_log_probs"] = log_prob[k] - 0.01  # vLLM's, for verl's rollout-vs-actor metrics
         entropy[k] = torch.rand(width, generator=g) * entropy_scale
@@ -196,20 +199,22 @@ def run_step(trainer: vm.StareRLTrainer, mem: MemoryTQ, data: dict[str, Any]) ->
     return metrics, batch
 
 
-def padded_step(data: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(old log-probs, advantages, mask, entropy) of a step, ``(B, T)`` each, padded."""
+def padded_step(data: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    """(old log-probs, advantages, mask, entropy, rewards) of a step, ``(B, T)`` each, padded; rewards broadcast."""
     keys, width = data["keys"], max(max(LENGTHS), 2)
 
     def pad(d: dict[str, torch.Tensor]) -> torch.Tensor:
         return torch.stack([torch.nn.functional.pad(d[k], (0, width - d[k].numel())) for k in keys])
 
     mask = pad({k: data["rows"][k]["response_mask"] for k in keys}) > 0
-    return pad(data["log_prob"]), pad({k: data["rows"][k]["advantages"] for k in keys}), mask, pad(data["entropy"])
+    rewards = pad({k: data["rows"][k]["rm_scores"] for k in keys}).sum(dim=1, keepdim=True) * mask
+    return (pad(data["log_prob"]), pad({k: data["rows"][k]["advantages"] for k in keys}), mask, pad(data["entropy"]),
+            rewards)
 
 
 def core_loss(data: dict[str, Any], cfg: Any, method: str = "stare", **ctx: Any) -> torch.Tensor:
-    old, adv, mask, ent = padded_step(data)
-    batch = TokenBatch(old + 0.1, old, adv, mask, entropy=ent)
+    old, adv, mask, ent, rewards = padded_step(data)
+    batch = TokenBatch(old + 0.1, old, adv, mask, entropy=ent, rewards=rewards)
     actor = vm.exact_loss_fn(cfg).keywords["config"]
     out = compute_loss(method, batch, V.method_config(method, actor.policy_loss),
                        V.surrogate_config(actor, actor.loss_agg_mode), LossContext(stats=ctx))
@@ -306,7 +311,7 @@ def test_one_step_gate_schedule_and_loss_through_verl_hooks(tmp_path: Path, monk
     # selection_scope='global': the surprisal thresholds of the whole step batch, computed once by the driver
     # before the update (log_prob = old_log_prob), as TRL's StepController.begin_step does
     stats = batch.extra_info[V.STATS_KEY]
-    old, adv, mask, _ = padded_step(low)
+    old, adv, mask, _, _ = padded_step(low)
     assert stats == trainer.stare_rl.global_stats(TokenBatch(old, old, adv, mask.float()))
     assert set(stats) >= {"surprisal_threshold_pos"}
     torch.testing.assert_close(wg.losses[-1], core_loss(low, cfg, gate_on=True, reweight_w=1.11, reweight_m=0.89,
@@ -341,8 +346,9 @@ def test_auto_weight_control_through_the_entry_point(tmp_path: Path, monkeypatch
 
 def test_entrocraft_with_a_relative_target_through_the_entry_point(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """Entrocraft needs no engine code: the driver resolves '0.5x' from the first step's entropy, sets the band's
-    mode once per step, and the workers' loss uses the switched advantages (RAFT++ above the band, NSR below)."""
+    """Entrocraft needs no engine code of its own: the driver resolves '0.5x' from the first step's entropy, sets
+    the band's mode once per step, and the workers' loss uses the switched advantages (RAFT++ above the band, NSR
+    below) on each response's reward, read from the reward manager's rm_scores of the update batch."""
     pl = "actor_rollout_ref.actor.policy_loss."
     cfg = stare_config(tmp_path, **{pl + "loss_mode": "entrocraft"})
     OmegaConf.update(cfg, pl + "entrocraft_target_entropy", "0.5x", force_add=True)  # verl: +...=0.5x
@@ -363,6 +369,14 @@ def test_entrocraft_with_a_relative_target_through_the_entry_point(tmp_path: Pat
     assert metrics["control/target_entropy"] == pytest.approx(0.5 * first["h"], rel=1e-6)
     torch.testing.assert_close(trainer.actor_rollout_wg.losses[-1], core_loss(low, cfg, "entrocraft",
                                                                               entrocraft_mode=-1))
+    # NSR reads the reward, not the advantage: with the advantage's sign instead (rows 2, 3 swapped) it differs
+    old, adv, mask, ent, rewards = padded_step(low)
+    by_sign = TokenBatch(old + 0.1, old, adv, mask, entropy=ent, rewards=(adv > 0).to(old.dtype))
+    actor = vm.exact_loss_fn(cfg).keywords["config"]
+    wrong = compute_loss("entrocraft", by_sign, V.method_config("entrocraft", actor.policy_loss),
+                         V.surrogate_config(actor, actor.loss_agg_mode), LossContext(stats={"entrocraft_mode": -1}))
+    assert not torch.allclose(trainer.actor_rollout_wg.losses[-1], aggregate(wrong.token_loss, mask,
+                                                                             actor.loss_agg_mode))
 
 
 def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(

@@ -35,8 +35,8 @@ def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torc
     """Translate a TRL completion batch + the policy's per-token log-probs and entropies into a TokenBatch.
 
     Args:
-        inputs: TRL's batch (``completion_mask``, ``advantages`` (B,), ``stare_keep``, optional ``tool_mask``
-            and ``old_per_token_logps``; absent = on-policy).
+        inputs: TRL's batch (``completion_mask``, ``advantages`` (B,), ``stare_keep``, optional ``tool_mask``,
+            ``stare_rewards`` (B,) and ``old_per_token_logps``; absent = on-policy).
         logps, entropies: ``(B, T)`` of the current policy (TRL's, at the sampling temperature); entropies
             ``None`` when not computed.
     """
@@ -49,9 +49,12 @@ def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torc
     if old_entropy is None and entropies is not None:
         old_entropy = entropies.detach()
     adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
+    rewards = inputs.get("stare_rewards")
+    if rewards is not None:
+        rewards = rewards.unsqueeze(1).to(logps.dtype) * mask  # (B, T) the response's reward at its tokens
     return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype),
                       None if entropies is None else entropies.to(logps.dtype),
-                      old_entropy=None if old_entropy is None else old_entropy.to(logps.dtype))
+                      old_entropy=None if old_entropy is None else old_entropy.to(logps.dtype), rewards=rewards)
 
 
 def trl_step_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torch.Tensor | None) -> TokenBatch:

@@ -148,6 +148,7 @@ class StareGRPOTrainer(GRPOTrainer):
         local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
         adv = compute_advantages(self.setup.advantage_estimator, rewards, group_size=self.num_generations)
         out["advantages"] = adv[local].to(out["advantages"].dtype)  # (B,) replaces TRL's estimator
+        out["stare_rewards"] = rewards[local].to(out["advantages"].dtype)  # (B,) raw reward (needs_rewards methods)
         keep = torch.ones(n_local, device=rewards.device)
         if refill_keep is not None:
             keep = refill_keep[local].to(rewards.device)

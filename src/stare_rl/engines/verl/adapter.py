@@ -60,6 +60,7 @@ class StepState:
             the batch token-mean entropy of the whole step, measured before the update; the §4.4 schedule).
         entropy: ``(B, T)`` detached entropy of the actor at each response token (80/20 mask, sensitivity).
         old_entropy: ``(B, T)`` entropy of the old policy, stored by verl's old log-prob pass (STEER).
+        rewards: ``(B,)`` each response's outcome reward (the sum of verl's ``rm_scores``; Entrocraft).
         step_stats: the method's global statistics over the whole step batch (``selection_scope='global'``),
             computed once by the driver before the update; when None, the loss gathers them per micro-batch
             over the DP ranks (plugin-only path).
@@ -71,6 +72,7 @@ class StepState:
     old_entropy: torch.Tensor | None = None
     step_stats: dict[str, Any] | None = None
     group: Any = None
+    rewards: torch.Tensor | None = None
 
 
 _STEP_STATE: contextvars.ContextVar[StepState | None] = contextvars.ContextVar("stare_rl_step_state", default=None)
@@ -251,12 +253,15 @@ def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state
 
 def verl_token_batch(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advantages: torch.Tensor,
                      response_mask: torch.Tensor, entropy: torch.Tensor | None = None,
-                     old_entropy: torch.Tensor | None = None) -> TokenBatch:
-    """Translate verl's policy-loss tensors (all ``(B, T)``) into a TokenBatch in ``log_prob``'s dtype."""
+                     old_entropy: torch.Tensor | None = None, rewards: torch.Tensor | None = None) -> TokenBatch:
+    """Translate verl's policy-loss tensors (``(B, T)``; ``rewards`` ``(B,)``) into a TokenBatch in ``log_prob``'s
+    dtype, each response's reward broadcast over its tokens."""
     dtype = log_prob.dtype
+    if rewards is not None:
+        rewards = rewards.to(device=log_prob.device, dtype=dtype).unsqueeze(1) * response_mask.to(dtype)  # (B, T)
     return TokenBatch(log_prob=log_prob, old_log_prob=old_log_prob.to(dtype), advantages=advantages.to(dtype),
                       mask=response_mask, entropy=None if entropy is None else entropy.to(dtype),
-                      old_entropy=None if old_entropy is None else old_entropy.to(dtype))
+                      old_entropy=None if old_entropy is None else old_entropy.to(dtype), rewards=rewards)
 
 
 def _metric_name(method: str, key: str) -> str:
@@ -285,7 +290,9 @@ def make_policy_loss(name: str) -> Callable[..., tuple[torch.Tensor, dict[str, A
         state = _STEP_STATE.get()
         entropy = state.entropy if state is not None else None
         old_entropy = state.old_entropy if state is not None else None
-        batch = verl_token_batch(old_log_prob, log_prob, advantages, response_mask, entropy, old_entropy)  # (B, T)
+        rewards = state.rewards if state is not None else None
+        batch = verl_token_batch(old_log_prob, log_prob, advantages, response_mask, entropy, old_entropy,
+                                 rewards)  # (B, T)
         try:
             ctx = loss_context(name, batch, cfg, config.policy_loss, state)
             out = compute_loss(name, batch, cfg, surrogate_config(config, loss_agg_mode), ctx)
@@ -298,6 +305,9 @@ def make_policy_loss(name: str) -> Callable[..., tuple[torch.Tensor, dict[str, A
                 raise ValueError(f"{e}. verl passes no entropy to a policy loss: run `python -m "
                                  "stare_rl.engines.verl.main` with actor_rollout_ref.actor.calculate_entropy=True"
                                  ) from e
+            if rewards is None and "batch.rewards" in str(e):
+                raise ValueError(f"{e}. verl hands a policy loss no rewards: run `python -m stare_rl.engines.verl.main` "
+                                 "(its loss reads the reward manager's 'rm_scores' of the update batch)") from e
             raise
         token_loss = out.token_loss  # (B, T)
         if rollout_is_weights is not None:  # verl rollout correction (IS weights), as its own losses do
@@ -340,8 +350,8 @@ def exact_ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = No
 
     Installed by :mod:`stare_rl.engines.verl.main` through ``set_loss_fn`` (as ``partial(exact_ppo_loss,
     config=actor_config)``). The entropy is verl's own (``actor.calculate_entropy=True``), detached; the old
-    entropy is the ``entropy`` field verl's old log-prob pass stored with the batch (STEER reads it); the
-    controllers' state comes from the non-tensor field ``STATE_KEY`` that the trainer adds to the update batch.
+    entropy is the ``entropy`` field verl's old log-prob pass stored with the batch (STEER reads it); each
+    response's reward is the sum of the reward manager's ``rm_scores`` (Entrocraft reads it); the controllers' state comes from the non-tensor field ``STATE_KEY`` that the trainer adds to the update batch.
     """
     from verl.utils import tensordict_utils as tu
     from verl.workers.utils.losses import ppo_loss
@@ -354,8 +364,11 @@ def exact_ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = No
     old_entropy = None
     if "entropy" in data.keys():  # written by verl's _compute_old_log_prob: the old policy's entropy
         old_entropy = data.select("entropy").to_padded_tensor()["entropy"].detach()  # (B, T), like old_log_probs
+    rewards = None
+    if "rm_scores" in data.keys():  # the reward manager's token-level scores: the outcome sits on the last token
+        rewards = data.select("rm_scores").to_padded_tensor()["rm_scores"].detach().sum(dim=-1)  # (B,)
     step_stats = tu.get_non_tensor_data(data=data, key=STATS_KEY, default=None)
     state = StepState(controllers=raw, entropy=entropy, old_entropy=old_entropy, step_stats=step_stats,
-                      group=dp_group)
+                      group=dp_group, rewards=rewards)
     with step_state(state):
         return ppo_loss(config, model_output, data, dp_group)

@@ -59,6 +59,9 @@ def entry_point_reasons(config: Any) -> list[str]:
     if spec.needs_old_entropy:
         reasons.append("its loss needs the old policy's entropy, stored by verl's old log-prob pass and handed to "
                        "the loss only through the entry point")
+    if spec.needs_rewards:
+        reasons.append("its loss needs each response's reward (the reward manager's rm_scores), handed to the loss "
+                       "only through the entry point")
     return reasons
 
 
