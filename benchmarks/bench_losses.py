@@ -2,8 +2,9 @@
 
     OMP_NUM_THREADS=1 python3 benchmarks/bench_losses.py --batch 64 --seq 2048 --repeats 15
 
-Every variant gets the same ``(B, T)`` batch (GRPO-like advantages, ragged mask, entropy, and the old policy's
-entropy when a registered method declares ``needs_old_entropy``, e.g. STEER). One timed step is
+Every variant gets the same ``(B, T)`` batch (GRPO-like advantages, ragged mask, entropy, the old policy's
+entropy when a registered method declares ``needs_old_entropy``, e.g. STEER, and the 0/1 rewards when one declares
+``needs_rewards``, e.g. Entrocraft). One timed step is
 ``compute_loss(...)`` + ``aggregate(...)`` + ``backward()`` w.r.t. ``log_prob`` (the batch and its validation
 are built once, outside the timing). Repeats are interleaved round-robin across variants (in a shuffled order
 each round) so that drifts of a shared CPU hit all of them alike. The table reports, per variant, the median
@@ -36,11 +37,15 @@ from stare_rl.core.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
 from stare_rl.core.registry import get_method
 
 
-def make_batch(b: int, t: int, seed: int = 0, old_entropy: bool | None = None) -> TokenBatch:
+def make_batch(b: int, t: int, seed: int = 0, old_entropy: bool | None = None,
+               with_rewards: bool | None = None) -> TokenBatch:
     """One GRPO-like ``(B, T)`` batch. ``old_entropy``: also the old policy's entropy (None: when any registered
-    method declares ``needs_old_entropy``), near the current one as after a few updates."""
+    method declares ``needs_old_entropy``), near the current one as after a few updates; ``with_rewards``: also
+    the 0/1 rewards the advantages come from (None: when any registered method declares ``needs_rewards``)."""
     if old_entropy is None:
         old_entropy = any(get_method(name).needs_old_entropy for name in list_methods())
+    if with_rewards is None:
+        with_rewards = any(get_method(name).needs_rewards for name in list_methods())
     g = torch.Generator().manual_seed(seed)
     log_prob = -torch.empty(b, t).exponential_(1.0, generator=g)  # (B, T)
     old_log_prob = log_prob + 0.05 * torch.randn(b, t, generator=g)
@@ -51,7 +56,9 @@ def make_batch(b: int, t: int, seed: int = 0, old_entropy: bool | None = None) -
     adv = adv.reshape(-1)[:b].unsqueeze(1) * mask  # (B, T)
     entropy = 2.0 * torch.rand(b, t, generator=g)  # (B, T)
     old = (entropy + 0.05 * torch.randn(b, t, generator=g)).clamp(min=0.0) if old_entropy else None  # (B, T)
-    return TokenBatch(log_prob.requires_grad_(True), old_log_prob, adv, mask, entropy, old_entropy=old)
+    per_token_rewards = rewards.reshape(-1)[:b].unsqueeze(1) * mask if with_rewards else None  # (B, T)
+    return TokenBatch(log_prob.requires_grad_(True), old_log_prob, adv, mask, entropy, old_entropy=old,
+                      rewards=per_token_rewards)
 
 
 def variants() -> dict[str, Callable[[TokenBatch], torch.Tensor]]:

@@ -64,7 +64,8 @@ def test_benchmark_runs_at_tiny_size(script: str, tmp_path: Path) -> None:
 
 
 def test_bench_losses_builds_the_inputs_every_method_declares() -> None:
-    """The batch carries the old policy's entropy because a registered method declares it (STEER), not by name."""
+    """The batch carries the old policy's entropy and the rewards because registered methods declare them (STEER,
+    Entrocraft), not by name."""
     sys.path.insert(0, str(BENCH))
     try:
         import bench_losses
@@ -76,6 +77,9 @@ def test_bench_losses_builds_the_inputs_every_method_declares() -> None:
     assert "steer" in needs_old
     assert bench_losses.make_batch(8, 16).old_entropy is not None
     assert bench_losses.make_batch(8, 16, old_entropy=False).old_entropy is None
+    assert [m for m in list_methods() if get_method(m).needs_rewards] == ["entrocraft"]
+    assert bench_losses.make_batch(8, 16).rewards is not None
+    assert bench_losses.make_batch(8, 16, with_rewards=False).rewards is None
     batch = bench_losses.make_batch(8, 16)
     for name, step in bench_losses.variants().items():  # every variant computes a finite loss on that batch
         loss = step(batch)
