@@ -20,6 +20,7 @@ from stare_rl.analysis.probe import (
     run_probe,
 )
 from stare_rl.core.tokens import entropy_sensitivity, sensitivity_from_log_probs, steer_omega, steer_omega_abs
+from stare_rl.core.types import LossContext
 
 
 def test_score_by_hand() -> None:
@@ -95,6 +96,21 @@ def test_effective_coefficient_is_a_over_n_for_vanilla_token_mean() -> None:
     _, _, g = loss_and_coefficient(CausalLMPolicy(model, batch), batch, LossSpec())
     n = batch.response_mask.sum()
     assert torch.allclose(g, batch.advantages / n, atol=1e-12)
+
+
+def test_entrocraft_coefficient_reads_the_rewards_not_the_advantages() -> None:
+    """NSR below the band: g = -1/N on the tokens of responses with R < 0.5, whatever their advantage; 0 else."""
+    model, batch = _tiny_lm_batch()
+    rewards = (torch.arange(16) % 2).double()[:, None] * batch.response_mask.double()  # odd rows correct
+    batch = ProbeBatch(batch.input_ids, batch.attention_mask, batch.response_mask, batch.advantages, rewards)
+    spec = LossSpec(method="entrocraft", context=LossContext(stats={"entrocraft_mode": -1}))
+    _, _, g = loss_and_coefficient(CausalLMPolicy(model, batch), batch, spec)
+    n = batch.response_mask.sum()
+    wrong = (torch.arange(16) % 2 == 0).double()[:, None] * batch.response_mask.double()
+    assert torch.allclose(g, -wrong / n, atol=1e-12)
+    with pytest.raises(ValueError, match="needs batch.rewards"):
+        no_rewards = ProbeBatch(batch.input_ids, batch.attention_mask, batch.response_mask, batch.advantages)
+        loss_and_coefficient(CausalLMPolicy(model, no_rewards), no_rewards, spec)
 
 
 def test_logit_independent_limit_is_exact_at_small_lr_and_shared_model_is_not() -> None:
@@ -199,6 +215,9 @@ def test_sampled_batch_is_aligned_with_the_responses() -> None:
         adv = batch.advantages[i][batch.response_mask[i] > 0]
         assert adv.numel() >= 1 and torch.all(adv == adv[0])  # one sequence advantage on every response token
     assert bool((batch.advantages[batch.response_mask == 0] == 0).all())
+    # each response's reward at its tokens (a random model scores 0 everywhere), 0 on padding
+    assert batch.rewards is not None and batch.rewards.shape == batch.advantages.shape
+    assert bool((batch.rewards == 0).all())
     with pytest.raises(ValueError, match="advantages are all 0"):  # a random model never gets a reward
         sample_probe_batch(model, tok, task, SampleSpec(n_prompts=2, group_size=2, max_new_tokens=4))
 

@@ -44,16 +44,19 @@ class ProbeBatch:
         attention_mask: ``(B, L)`` 1 on real tokens.
         response_mask: ``(B, L-1)`` 1 where target ``input_ids[:, t+1]`` is a response token.
         advantages: ``(B, L-1)`` per-token advantages (sequence advantage broadcast).
+        rewards: optional ``(B, L-1)`` each response's reward at its tokens (methods that declare
+            ``needs_rewards``, e.g. Entrocraft).
     """
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     response_mask: torch.Tensor
     advantages: torch.Tensor
+    rewards: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         b, length = self.input_ids.shape
-        for name in ("response_mask", "advantages"):
+        for name in ("response_mask", "advantages") + (("rewards",) if self.rewards is not None else ()):
             shape = tuple(getattr(self, name).shape)
             if shape != (b, length - 1):
                 raise ValueError(f"{name} has shape {shape}, expected {(b, length - 1)} (targets of input_ids)")
@@ -162,7 +165,8 @@ def loss_and_coefficient(
     log_prob = logp_all.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
     entropy = -(logp_all.exp() * logp_all).sum(-1)  # (B, T)
     adv = batch.advantages.to(log_prob.dtype)
-    tb = TokenBatch(log_prob, log_prob.detach(), adv, batch.response_mask, entropy.detach())
+    rewards = None if batch.rewards is None else batch.rewards.to(log_prob.dtype)
+    tb = TokenBatch(log_prob, log_prob.detach(), adv, batch.response_mask, entropy.detach(), rewards=rewards)
     out = compute_loss(loss.method, tb, loss.method_config, None, loss.context)
     value = aggregate(out.token_loss, batch.response_mask, loss.loss_agg_mode)
     (grad_logp,) = torch.autograd.grad(value, log_prob, retain_graph=True)

@@ -113,7 +113,8 @@ def sample_probe_batch(model: Any, tokenizer: Any, task: Any, spec: SampleSpec) 
         ids[i, : len(p) + len(r)] = torch.tensor(p + r)
         attn[i, : len(p) + len(r)] = 1
         resp_mask[i, len(p) - 1 : len(p) + len(r) - 1] = 1  # position t predicts token t+1
-    batch = ProbeBatch(ids, attn, resp_mask, broadcast_to_tokens(seq_adv, resp_mask).double())
+    batch = ProbeBatch(ids, attn, resp_mask, broadcast_to_tokens(seq_adv, resp_mask).double(),
+                       rewards=broadcast_to_tokens(rewards, resp_mask).double())
     groups = rewards.view(-1, spec.group_size)
     info = {
         "n_sequences": n, "n_response_tokens": int(resp_mask.sum()), "reward_mean": float(rewards.mean()),
