@@ -351,7 +351,8 @@ def exact_ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = No
     Installed by :mod:`stare_rl.engines.verl.main` through ``set_loss_fn`` (as ``partial(exact_ppo_loss,
     config=actor_config)``). The entropy is verl's own (``actor.calculate_entropy=True``), detached; the old
     entropy is the ``entropy`` field verl's old log-prob pass stored with the batch (STEER reads it); each
-    response's reward is the sum of the reward manager's ``rm_scores`` (Entrocraft reads it); the controllers' state comes from the non-tensor field ``STATE_KEY`` that the trainer adds to the update batch.
+    response's reward is the sum of the reward manager's ``rm_scores`` (Entrocraft reads it); the controllers'
+    state comes from the non-tensor field ``STATE_KEY`` that the trainer adds to the update batch.
     """
     from verl.utils import tensordict_utils as tu
     from verl.workers.utils.losses import ppo_loss
