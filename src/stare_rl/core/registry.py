@@ -169,9 +169,9 @@ def compute_loss(
     cfg = config if config is not None else spec.config_cls()
     if not isinstance(cfg, spec.config_cls):
         raise ValueError(f"config for method {name!r} must be {spec.config_cls.__name__}, got {type(cfg).__name__}")
-    for attr, needed in (("entropy", spec.needs_entropy), ("old_entropy", spec.needs_old_entropy)):
+    for attr, needed, what in (("entropy", spec.needs_entropy, "per-token entropy"),
+                               ("old_entropy", spec.needs_old_entropy, "per-token entropy"),
+                               ("rewards", spec.needs_rewards, "each response's outcome reward")):
         if needed and getattr(batch, attr) is None:
-            raise ValueError(f"method {name!r} needs batch.{attr} (per-token entropy), got {attr}=None")
-    if spec.needs_rewards and batch.rewards is None:
-        raise ValueError(f"method {name!r} needs batch.rewards (each response's outcome reward), got rewards=None")
+            raise ValueError(f"method {name!r} needs batch.{attr} ({what}), got {attr}=None")
     return spec.fn(batch, cfg, surrogate or SurrogateConfig(), context or LossContext())

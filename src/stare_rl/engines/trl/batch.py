@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from stare_rl.core.advantages import broadcast_to_tokens
 from stare_rl.core.entropy_bonus import EntropyBonusConfig, add_entropy_bonus
 from stare_rl.core.types import LossContext, TokenBatch
 
@@ -51,7 +52,7 @@ def trl_token_batch(inputs: dict[str, Any], logps: torch.Tensor, entropies: torc
     adv = inputs["advantages"].unsqueeze(1).to(logps.dtype) * mask  # (B, T) sequence advantage broadcast
     rewards = inputs.get("stare_rewards")
     if rewards is not None:
-        rewards = rewards.unsqueeze(1).to(logps.dtype) * mask  # (B, T) the response's reward at its tokens
+        rewards = broadcast_to_tokens(rewards.to(logps.dtype), mask)  # (B, T) the response's reward at its tokens
     return TokenBatch(logps, old.to(logps.dtype), adv, mask.to(logps.dtype),
                       None if entropies is None else entropies.to(logps.dtype),
                       old_entropy=None if old_entropy is None else old_entropy.to(logps.dtype), rewards=rewards)

@@ -34,6 +34,7 @@ import torch
 
 from stare_rl.control.base import StepObservation, global_token_mean, is_memoryless
 from stare_rl.control.step import StepController
+from stare_rl.core.advantages import broadcast_to_tokens
 from stare_rl.core.metrics import loss_metric
 from stare_rl.core.registry import compute_loss, get_method, list_methods
 from stare_rl.core.surrogate import SurrogateConfig
@@ -258,7 +259,7 @@ def verl_token_batch(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advanta
     dtype, each response's reward broadcast over its tokens."""
     dtype = log_prob.dtype
     if rewards is not None:
-        rewards = rewards.to(device=log_prob.device, dtype=dtype).unsqueeze(1) * response_mask.to(dtype)  # (B, T)
+        rewards = broadcast_to_tokens(rewards.to(device=log_prob.device, dtype=dtype), response_mask)  # (B, T)
     return TokenBatch(log_prob=log_prob, old_log_prob=old_log_prob.to(dtype), advantages=advantages.to(dtype),
                       mask=response_mask, entropy=None if entropy is None else entropy.to(dtype),
                       old_entropy=None if old_entropy is None else old_entropy.to(dtype), rewards=rewards)
