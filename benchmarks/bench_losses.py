@@ -1,6 +1,7 @@
 """Loss + backward time of every registered method against ``vanilla``, measured side by side in one run.
 
     OMP_NUM_THREADS=1 python3 benchmarks/bench_losses.py --batch 64 --seq 2048 --repeats 15
+    python3 benchmarks/bench_losses.py --device cuda --batch 512 --seq 2048    # on a GPU: 1M tokens
 
 Every variant gets the same ``(B, T)`` batch (GRPO-like advantages, ragged mask, entropy, the old policy's
 entropy when a registered method declares ``needs_old_entropy``, e.g. STEER, and the 0/1 rewards when one declares
@@ -11,6 +12,9 @@ each round) so that drifts of a shared CPU hit all of them alike. The table repo
 and the min CPU time, the ratio of medians to vanilla, the ratio of mins, and the median of the per-round
 ratios (each round times every variant once, so a busy moment inflates a whole round). The load average is
 printed before and after: on a loaded machine trust the per-round and min ratios more than the medians.
+With ``--device cuda`` the batch lives on the GPU, the clock is the wall clock read after
+``torch.cuda.synchronize()`` (the kernels' time, not their launch), and a column gives each step's peak CUDA
+memory above what the batch itself holds.
 """
 
 from __future__ import annotations
@@ -38,10 +42,11 @@ from stare_rl.core.registry import get_method
 
 
 def make_batch(b: int, t: int, seed: int = 0, old_entropy: bool | None = None,
-               with_rewards: bool | None = None) -> TokenBatch:
+               with_rewards: bool | None = None, device: str = "cpu") -> TokenBatch:
     """One GRPO-like ``(B, T)`` batch. ``old_entropy``: also the old policy's entropy (None: when any registered
     method declares ``needs_old_entropy``), near the current one as after a few updates; ``with_rewards``: also
-    the 0/1 rewards the advantages come from (None: when any registered method declares ``needs_rewards``)."""
+    the 0/1 rewards the advantages come from (None: when any registered method declares ``needs_rewards``);
+    drawn on the CPU (the same numbers on every device), then moved to ``device``."""
     if old_entropy is None:
         old_entropy = any(get_method(name).needs_old_entropy for name in list_methods())
     if with_rewards is None:
@@ -57,8 +62,11 @@ def make_batch(b: int, t: int, seed: int = 0, old_entropy: bool | None = None,
     entropy = 2.0 * torch.rand(b, t, generator=g)  # (B, T)
     old = (entropy + 0.05 * torch.randn(b, t, generator=g)).clamp(min=0.0) if old_entropy else None  # (B, T)
     per_token_rewards = rewards.reshape(-1)[:b].unsqueeze(1) * mask if with_rewards else None  # (B, T)
-    return TokenBatch(log_prob.requires_grad_(True), old_log_prob, adv, mask, entropy, old_entropy=old,
-                      rewards=per_token_rewards)
+    def to(x: torch.Tensor | None) -> torch.Tensor | None:
+        return None if x is None else x.to(device)
+
+    return TokenBatch(log_prob.to(device).requires_grad_(True), to(old_log_prob), to(adv), to(mask), to(entropy),
+                      old_entropy=to(old), rewards=to(per_token_rewards))
 
 
 def variants() -> dict[str, Callable[[TokenBatch], torch.Tensor]]:
@@ -89,11 +97,26 @@ def variants() -> dict[str, Callable[[TokenBatch], torch.Tensor]]:
     return out
 
 
-def time_step(fn: Callable[[TokenBatch], torch.Tensor], batch: TokenBatch, clock: Callable[[], float]) -> float:
+def time_step(fn: Callable[[TokenBatch], torch.Tensor], batch: TokenBatch, clock: Callable[[], float],
+              peaks: list[float] | None = None) -> float:
+    """One timed step; on CUDA also appends the step's peak memory above the live tensors before it (MiB)."""
     batch.log_prob.grad = None
+    cuda = batch.log_prob.is_cuda
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
     t0 = clock()
     fn(batch).backward()
-    return clock() - t0
+    dt = clock() - t0
+    if cuda and peaks is not None:
+        peaks.append((torch.cuda.max_memory_allocated() - base) / 2**20)
+    return dt
+
+
+def cuda_clock() -> float:
+    """Wall time after the queued kernels finished."""
+    torch.cuda.synchronize()
+    return time.perf_counter()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -108,26 +131,50 @@ def main(argv: list[str] | None = None) -> None:
         help="cpu: time.process_time (robust on a shared CPU with --threads 1); wall: time.perf_counter",
     )
     ap.add_argument("--profile", default=None, help="print a torch.profiler per-op table of this variant and exit")
+    ap.add_argument("--variants", default=None, help="comma-separated subset of the variants (vanilla always runs)")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time each variant wrapped in torch.compile (rows 'NAME +compile'; compile time untimed)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (cuda: wall clock after synchronize, peak memory)")
     args = ap.parse_args(argv)
+    if args.device != "cpu" and not (args.device.startswith("cuda") and torch.cuda.is_available()):
+        raise SystemExit(f"--device={args.device!r}: torch sees no such device (cpu, or cuda where a GPU is present)")
     torch.set_num_threads(args.threads)
-    batch = make_batch(args.batch, args.seq)
+    batch = make_batch(args.batch, args.seq, device=args.device)
     fns = variants()
+    if args.variants is not None:
+        wanted = ["vanilla", *[v for v in args.variants.split(",") if v != "vanilla"]]
+        unknown = [v for v in wanted if v not in fns]
+        if unknown:
+            raise SystemExit(f"--variants: unknown {unknown}; known: {list(fns)}")
+        fns = {v: fns[v] for v in wanted}
+    if args.compile:
+        for name, fn in list(fns.items()):
+            compiled = torch.compile(fn)
+            try:  # compiles here, untimed; a variant that cannot be compiled is named and left out
+                time_step(compiled, batch, time.perf_counter)
+            except Exception as e:  # noqa: BLE001  (dynamo raises many types)
+                print(f"{name} +compile: not compiled ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+                continue
+            fns[f"{name} +compile"] = compiled
     if args.profile is not None:
         profile_variant(fns[args.profile], batch, args.repeats)
         return
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    if batch.log_prob.is_cuda:
+        clock = cuda_clock
     times: dict[str, list[float]] = {name: [] for name in fns}
+    peaks: dict[str, list[float]] = {name: [] for name in fns}
     order = list(fns)
     shuffle = random.Random(0).shuffle
     load_before = os.getloadavg()
     for r in range(args.warmup + args.repeats):
         shuffle(order)
         for name in order:
-            dt = time_step(fns[name], batch, clock)
+            dt = time_step(fns[name], batch, clock, peaks[name])
             if r >= args.warmup:
                 times[name].append(dt)
     load_after = os.getloadavg()
-    print_table(args, batch, times, load_before, load_after)
+    print_table(args, batch, times, load_before, load_after, peaks)
 
 
 def profile_variant(fn: Callable[[TokenBatch], torch.Tensor], batch: TokenBatch, repeats: int) -> None:
@@ -148,18 +195,27 @@ def print_table(
     times: dict[str, list[float]],
     load_before: tuple[float, float, float],
     load_after: tuple[float, float, float],
+    peaks: dict[str, list[float]] | None = None,
 ) -> None:
     base, base_min = statistics.median(times["vanilla"]), min(times["vanilla"])
+    cuda = batch.log_prob.is_cuda
+    where = (f"device={torch.cuda.get_device_name(batch.log_prob.device)} torch {torch.__version__} "
+             "clock=wall after synchronize") if cuda else f"threads={torch.get_num_threads()} clock={args.clock}"
     print(f"B={args.batch} T={args.seq} tokens={args.batch * args.seq} valid={batch.n_valid} "
-          f"threads={torch.get_num_threads()} clock={args.clock} repeats={args.repeats} (interleaved, shuffled)")
+          f"{where} repeats={args.repeats} (interleaved, shuffled)")
     print("load average (1, 5, 15 min): before " + ", ".join(f"{x:.2f}" for x in load_before)
           + "; after " + ", ".join(f"{x:.2f}" for x in load_after) + f"; cpus={os.cpu_count()}")
-    print(f"{'method':<26}{'median ms':>10}{'min ms':>9}{'x median':>10}{'x min':>8}{'x per-round':>13}")
+    mem = cuda and peaks is not None
+    print(f"{'method':<26}{'median ms':>10}{'min ms':>9}{'x median':>10}{'x min':>8}{'x per-round':>13}"
+          + (f"{'peak MiB':>10}{'x':>7}" if mem else ""))
     for name, ts in times.items():
         med = statistics.median(ts)
         per_round = statistics.median(t / v for t, v in zip(ts, times["vanilla"], strict=True))
-        print(f"{name:<26}{med * 1e3:>10.2f}{min(ts) * 1e3:>9.2f}{med / base:>10.3f}{min(ts) / base_min:>8.3f}"
-              f"{per_round:>13.3f}")
+        row = (f"{name:<26}{med * 1e3:>10.2f}{min(ts) * 1e3:>9.2f}{med / base:>10.3f}{min(ts) / base_min:>8.3f}"
+               f"{per_round:>13.3f}")
+        if mem:
+            row += f"{max(peaks[name]):>10.0f}{max(peaks[name]) / max(peaks['vanilla']):>7.2f}"
+        print(row)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Training-step cost at LLM vocabulary size: plain TRL GRPOTrainer vs the stare-rl adapter and its methods.
 
     OMP_NUM_THREADS=1 python3 benchmarks/bench_step_vocab.py [--vocab 151936 | --vocab 128256] [--repeats 2]
+    python3 benchmarks/bench_step_vocab.py --device cuda --hidden 256 --batch 32 --generations 8 --completion 32
 
 What runs: a Qwen2 model built from a config (random init, no download; small hidden size, so the vocabulary
 projection and the per-token softmax statistics dominate, which is the worst case for any per-vocabulary
@@ -24,6 +25,10 @@ kernel's peak-RSS counter is reset (``echo 5 > /proc/self/clear_refs``) and ``Vm
 allocated at its peak (activations, logits tiles, gradients, optimizer temporaries), independent of the
 model and optimizer state that every variant holds alike. glibc returns freed large blocks to the OS
 (``MALLOC_MMAP_THRESHOLD_=65536``) so that RSS follows the live tensors. Ratios are to ``plain``.
+
+``--device cuda``: the model on the GPU in bf16 mixed precision (what TRL does there), wall time per step read
+after ``torch.cuda.synchronize()`` (the primary figure), and the step's peak CUDA memory above what was allocated
+when it began (``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``) instead of RSS.
 """
 
 from __future__ import annotations
@@ -82,6 +87,7 @@ class _StepProbe:
         self.peak_kib: list[int] = []
         self._t0 = (0.0, 0.0)
         self._rss0 = 0
+        self.cuda = False
 
     def callback(self) -> Any:
         from transformers import TrainerCallback
@@ -90,15 +96,29 @@ class _StepProbe:
 
         class Probe(TrainerCallback):
             def on_step_begin(self, args, state, control, **kwargs):  # noqa: ANN001
-                with open("/proc/self/clear_refs", "w") as f:
-                    f.write("5")  # VmHWM <- VmRSS
-                probe._rss0 = status_kib("VmRSS")
+                if probe.cuda:
+                    import torch
+
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                    probe._rss0 = torch.cuda.memory_allocated() // 1024
+                else:
+                    with open("/proc/self/clear_refs", "w") as f:
+                        f.write("5")  # VmHWM <- VmRSS
+                    probe._rss0 = status_kib("VmRSS")
                 probe._t0 = (time.process_time(), time.perf_counter())
 
             def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+                if probe.cuda:
+                    import torch
+
+                    torch.cuda.synchronize()
+                    peak = torch.cuda.max_memory_allocated() // 1024
+                else:
+                    peak = status_kib("VmHWM")
                 probe.cpu.append(time.process_time() - probe._t0[0])
                 probe.wall.append(time.perf_counter() - probe._t0[1])
-                probe.peak_kib.append(status_kib("VmHWM") - probe._rss0)
+                probe.peak_kib.append(peak - probe._rss0)
 
         return Probe()
 
@@ -117,6 +137,7 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
 
     hf_logging.set_verbosity_error()
     torch.set_num_threads(1)
+    cuda = args.device == "cuda"
     tok = build_vocab_tokenizer(args.vocab)
     config = Qwen2Config(
         vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=2 * args.hidden, num_hidden_layers=2,
@@ -128,11 +149,12 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 2
     ds = Dataset.from_list(get_task("arithmetic").make_split("train", 256, 0))
     probe = _StepProbe()
+    probe.cuda = cuda
     common = dict(
         output_dir=tempfile.mkdtemp(prefix="bench-vocab-"), per_device_train_batch_size=args.batch,
         num_generations=args.generations, max_completion_length=args.completion, learning_rate=1e-5,
-        lr_scheduler_type="constant", max_steps=args.warmup + args.steps, save_strategy="no", use_cpu=True, seed=0,
-        disable_tqdm=True, report_to="none", logging_steps=1, bf16=False, dataloader_pin_memory=False,
+        lr_scheduler_type="constant", max_steps=args.warmup + args.steps, save_strategy="no", use_cpu=not cuda, seed=0,
+        disable_tqdm=True, report_to="none", logging_steps=1, bf16=cuda, dataloader_pin_memory=False,
         gradient_accumulation_steps=args.grad_accum, num_iterations=args.iterations,
     )
     if variant == "plain":  # TRL's own loss: token-mean, clip-higher, as the surrogate's defaults
@@ -167,8 +189,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=2, help="round-robin repeats of every variant")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--no-quadrants", action="store_true", help="adapter without the quadrant diagnostics")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="cuda: the model on the GPU in bf16; wall time after synchronize, peak CUDA memory")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit("--device=cuda: torch sees no CUDA device")
     if args.child is not None:
         print("RESULT " + json.dumps(run_child(args.child, args)))
         return
@@ -193,6 +222,7 @@ def main(argv: list[str] | None = None) -> None:
             results[variant].append(res)
             print(f"repeat {rep + 1} {variant:<8} cpu {statistics.fmean(res['cpu']):.3f} s/step  "
                   f"wall {statistics.fmean(res['wall']):.3f} s/step  peak {max(res['peak_kib']) / 1024:.0f} MiB"
+                  + (" (CUDA)" if args.device == "cuda" else "")
                   + ("" if res["gate_on"] is None else f"  gate_on {res['gate_on']:.0f}"), flush=True)
     print_table(args, results, load_before, os.getloadavg())
 
@@ -228,9 +258,13 @@ def print_table(args: argparse.Namespace, results: dict[str, list[dict[str, Any]
 
     base = "plain" if "plain" in results else next(iter(results))
     chunk_mib = min(args.batch, 4096) * (args.completion + 9) * 32768 * 4 / 2**20  # TRL's (tokens, 32768) fp32 tile
-    print(f"\nV={args.vocab} hidden={args.hidden} batch={args.batch} (x{args.generations} generations) "
-          f"completion<={args.completion} grad_accum={args.grad_accum} num_iterations={args.iterations} "
-          f"quadrants={'off' if args.no_quadrants else 'on'}; torch {torch.__version__}, 1 thread, "
+    where = (f"{torch.cuda.get_device_name()}, bf16, wall after synchronize, peak = CUDA memory"
+             if args.device == "cuda" else "1 thread")
+    n_params = args.vocab * args.hidden + 2 * (4 * args.hidden**2 + 3 * args.hidden * 2 * args.hidden)
+    print(f"\nV={args.vocab} hidden={args.hidden} (~{n_params / 1e6:.1f}M parameters) batch={args.batch} "
+          f"(x{args.generations} generations) completion<={args.completion} grad_accum={args.grad_accum} "
+          f"num_iterations={args.iterations} quadrants={'off' if args.no_quadrants else 'on'}; "
+          f"torch {torch.__version__}, {where}, "
           f"{args.steps} timed steps x {args.repeats} repeats (interleaved, fresh process each)")
     print("load average (1, 5, 15 min): before " + ", ".join(f"{x:.2f}" for x in load_before)
           + "; after " + ", ".join(f"{x:.2f}" for x in load_after) + f"; cpus={os.cpu_count()}")

@@ -2,9 +2,16 @@
 # The project's test command: lint (ruff, import order included), then the test suite.
 # Fails on any lint error, any test failure and on "no tests collected" (pytest exit 5).
 # --fast: everyday work, the tests not marked slow or verl_e2e (`-m "not slow and not verl_e2e"`); CI runs all.
+# --cuda: on a machine with a GPU, only the tests marked cuda (tests/test_cuda.py), no lint; fails without a device
+# (elsewhere those tests skip themselves).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 marker=()
+if [ "${1:-}" = "--cuda" ]; then
+  shift
+  python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else "error: --cuda: torch sees no CUDA device")' || exit 1
+  exec python3 -m pytest -q -m cuda tests/test_cuda.py "$@"
+fi
 if [ "${1:-}" = "--fast" ]; then
   shift
   marker=(-m "not slow and not verl_e2e")

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
@@ -84,3 +85,21 @@ def test_bench_losses_builds_the_inputs_every_method_declares() -> None:
     for name, step in bench_losses.variants().items():  # every variant computes a finite loss on that batch
         loss = step(batch)
         assert loss.isfinite(), name
+
+
+def test_bench_losses_subset_and_device_are_checked_before_any_timing(capsys: pytest.CaptureFixture[str]) -> None:
+    """--variants runs a named subset (vanilla always, as the reference); an unknown name, or a device torch does
+    not see, is refused with the value named."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_losses
+    finally:
+        sys.path.remove(str(BENCH))
+    bench_losses.main(["--batch", "8", "--seq", "16", "--repeats", "1", "--warmup", "0", "--variants", "stare"])
+    rows = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()[3:]]
+    assert rows == ["vanilla", "stare"]
+    with pytest.raises(SystemExit, match="unknown.*'nope'"):
+        bench_losses.main(["--batch", "8", "--seq", "16", "--variants", "stare,nope"])
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit, match="--device='cuda'"):
+            bench_losses.main(["--device", "cuda"])
