@@ -105,6 +105,22 @@ def _embedded_warmstart() -> dict[str, object]:
 
 
 @pytest.mark.slow
+def test_a_cold_warm_start_then_bf16_grpo_in_the_same_process(tmp_path: Path) -> None:
+    """A GPU user's first ``stare train`` (found on an H200): the warm start trains in float32, then the GRPO
+    trainer asks accelerate for bf16 (the default on a GPU) in the same process; accelerate refused to change the
+    state the warm start had fixed ("AcceleratorState has already been initialized"). Reproduced on the CPU with
+    ``--bf16 true --use_cpu true``; now the GRPO run sets up its own state and trains."""
+    run = tmp_path / "run"
+    argv = ["--cache_dir", str(tmp_path / "cache"), "--warmstart_max_steps", "2", "--tiny_hidden_size", "32",
+            "--tiny_num_layers", "1", "--bf16", "true", "--use_cpu", "true", "--max_steps", "1",
+            "--per_device_train_batch_size", "8", "--num_generations", "4", "--train_size", "16",
+            "--final_eval", "false", "--disable_tqdm", "true", "--output_dir", str(run)]
+    assert train.main(argv) == 0
+    assert [r["step"] for r in read_metrics(run)] == [1]
+    assert "bf16: true" in (run / "config.yaml").read_text()
+
+
+@pytest.mark.slow
 def test_warmstart_fields_reach_the_warm_start_and_grpo_seeds_share_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -279,7 +279,10 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                          callbacks=[stopper])
     _quiet_progress(trainer)
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        _release_accelerator_state()
     if not stopper.history or stopper.history[-1]["step"] != trainer.state.global_step:
         stopper.measure(model, trainer.state.global_step)
     shutil.rmtree(out / "_trainer", ignore_errors=True)
@@ -301,6 +304,17 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
 def decay_steps(config: WarmStartConfig) -> int:
     """Steps of warmup_stable_decay's final decay: ``decay_frac`` of the steps after the warmup."""
     return round(config.decay_frac * max(config.max_steps - config.warmup_steps, 0))
+
+
+def _release_accelerator_state() -> None:
+    """Forget the accelerate state the warm start's trainer fixed for this process, so that the GRPO trainer that
+    follows in the same process sets up its own: the warm start runs in float32, while on a GPU the GRPO run is
+    bf16 by default, and accelerate refuses to change the mixed precision of an initialised state ("AcceleratorState
+    has already been initialized"). Only the accelerator's part is cleared; the process / device state stays.
+    transformers does the same between the trials of a hyper-parameter search (``Trainer._hp_search_setup``)."""
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state(reset_partial_state=False)
 
 
 def _quiet_progress(trainer: Any) -> None:
