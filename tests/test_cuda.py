@@ -7,6 +7,7 @@ no device is found instead of skipping. docs/benchmarks.md says where they last 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (scripts/test.sh --cuda requires one)"),
 ]
 
-_FIELDS = ("log_prob", "old_log_prob", "advantages", "mask", "entropy", "old_entropy", "rewards")
+_FIELDS = tuple(f.name for f in dataclasses.fields(TokenBatch))  # every input, as TokenBatch declares them
 
 
 def _moved(batch: TokenBatch, device: str) -> TokenBatch:
