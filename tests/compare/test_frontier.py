@@ -149,6 +149,11 @@ def test_analysis_on_synthetic_cells_hand_derived(tmp_path: Path) -> None:
            "0.100 ± 0.000 | 93.8 ± 8.8 |" in md
     assert "| entropy_bonus_t05 | entropy_bonus | 0.5x | 0/2 | - | - | - | - | - | - |" in md
     assert "Missing cells (not finished): entrocraft_t07/seed0, entropy_bonus_t05/seed0" in md
+    # the registered rules under the table: no STARE family here, and entrocraft_t07 is unfinished: undecided
+    assert results["decisions"]["H1"]["0.5x"] == {"verdict": None, "text": "undecided: no stare_auto point at 0.5x"}
+    assert results["decisions"]["H3"]["entrocraft"] == {
+        "verdict": None, "text": "undecided: entrocraft_t07 not finished"}  # t05 has both seeds
+    assert "## The pre-registered rules, applied" in md and "- **H5**: undecided: steer not in the grid" in md
 
     written = write_frontier(grid)
     png = grid.out / "frontier.png"

@@ -20,7 +20,8 @@ Per grid method (mean ± sample std over its finished seeds; the definitions are
 
 Families: a grid method named ``<family>_t03`` (``_t05``, ``_t07``) is the point of ``<family>`` at the target its
 cell config gives (``target_entropy`` or ``bonus_target_entropy``); the figure joins a family's points in target
-order. Reads only finished cells (``compare_done.json``); writes ``frontier.md``, ``frontier.json``,
+order. The pre-registered hypotheses H1-H5 are decided by :mod:`stare_rl.compare.frontier_rules` (the rules as
+registered, applied to these values) and written under the table. Reads only finished cells (``compare_done.json``); writes ``frontier.md``, ``frontier.json``,
 ``frontier.png`` and ``frontier_curves.png`` (per family, the seed-mean batch entropy relative to its start against
 the step, each relative target dashed) into the grid's ``out``.
 """
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from stare_rl.analysis.runs import read_run
+from stare_rl.compare.frontier_rules import decide, decisions_markdown
 from stare_rl.compare.grid import Grid, cell_state, load_grid, restrict, spread
 from stare_rl.control.target import parse_target
 from stare_rl.io.runlog import write_text_atomic
@@ -117,8 +119,10 @@ def collect(grid: Grid) -> dict[str, Any]:
     for entry in methods.values():
         runs = list(entry["seeds"].values())
         entry["stats"] = {k: spread([r[k] for r in runs]) for k, _ in COLUMNS}
-    return {"band": grid.band, "expected_seeds": list(grid.seeds), "methods": methods, "missing": missing,
-            "n_cells": len(grid.cells()), "n_done": len(grid.cells()) - len(missing)}
+    results = {"band": grid.band, "expected_seeds": list(grid.seeds), "methods": methods, "missing": missing,
+               "n_cells": len(grid.cells()), "n_done": len(grid.cells()) - len(missing)}
+    results["decisions"] = decide(results)  # the pre-registered H1-H5 rules, applied to the values above
+    return results
 
 
 def _fmt(s: dict[str, Any] | None, digits: int = 3, pct: bool = False) -> str:
@@ -146,7 +150,7 @@ def frontier_markdown(results: dict[str, Any]) -> str:
                      f" | {_fmt(st['final_entropy'])} | {_fmt(st['final_batch_entropy'])} | {_fmt(st['target'])} | "
                      f"{_fmt(st['band_fraction'], pct=True)} |")
     lines += ["", "Missing cells (not finished): " + (", ".join(results["missing"]) if results["missing"] else "none")]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + decisions_markdown(results["decisions"])
 
 
 def frontier_figure(results: dict[str, Any], path: Path) -> Path | None:
