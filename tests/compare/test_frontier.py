@@ -20,6 +20,7 @@ from stare_rl.compare.frontier import (
     family_of,
     frontier_markdown,
     main,
+    registration,
     write_frontier,
 )
 from stare_rl.compare.grid import DONE_FILE, parse_grid, restrict, spread
@@ -50,6 +51,10 @@ def test_frontier_grid_is_the_countdown_cot_budget_with_matched_relative_targets
     for key in ("max_steps", "learning_rate", "per_device_train_batch_size", "num_generations", "eval_k"):
         assert len({str(grid.cell_config(m).get(key)) for m in grid.methods}) == 1, key
     assert grid.cell_config("grpo")["clip_ratio_high"] == 0.2
+    roles = registration(grid)  # the hypotheses' roles, as registered in docs/compare.md
+    assert (roles.reference, roles.candidate, roles.holds_most, roles.holds_least) == \
+        ("grpo", "stare_auto", "entrocraft", "entropic")
+    assert set(roles.actuators) == set(ACTUATORS) - {"stare_sens_auto"} and roles.unheld == ("steer", "high_entropy")
 
 
 def test_every_frontier_cell_parses_with_stare_train() -> None:
@@ -149,11 +154,7 @@ def test_analysis_on_synthetic_cells_hand_derived(tmp_path: Path) -> None:
            "0.100 ± 0.000 | 93.8 ± 8.8 |" in md
     assert "| entropy_bonus_t05 | entropy_bonus | 0.5x | 0/2 | - | - | - | - | - | - |" in md
     assert "Missing cells (not finished): entrocraft_t07/seed0, entropy_bonus_t05/seed0" in md
-    # the registered rules under the table: no STARE family here, and entrocraft_t07 is unfinished: undecided
-    assert results["decisions"]["H1"]["0.5x"] == {"verdict": None, "text": "undecided: no stare_auto point at 0.5x"}
-    assert results["decisions"]["H3"]["entrocraft"] == {
-        "verdict": None, "text": "undecided: entrocraft_t07 not finished"}  # t05 has both seeds
-    assert "## The pre-registered rules, applied" in md and "- **H5**: undecided: steer not in the grid" in md
+    assert "decisions" not in results and "pre-registered rules" not in md  # this grid registers no roles
 
     written = write_frontier(grid)
     png = grid.out / "frontier.png"
@@ -186,3 +187,30 @@ def test_one_seed_is_shown_without_a_spread() -> None:
     assert _fmt(spread([0.394]), pct=True) == "39.4 (1 seed)"
     assert _fmt(spread([0.39, 0.41]), pct=True) == "40.0 ± 1.4"
     assert _fmt(None) == "-"
+
+
+def test_a_grid_with_a_frontier_section_gets_the_rules_applied(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    roles = {"reference": "grpo", "candidate": "entrocraft", "rivals": ["entropy_bonus"], "holds_most": "entrocraft",
+             "holds_least": "entropy_bonus", "unheld": ["grpo"]}
+    grid = _grid(tmp_path)
+    grid = type(grid)(**{**grid.__dict__, "frontier": roles})
+    for seed in (0, 1):
+        _cell(grid, "grpo", seed, [0.2] * 10, None, avg=0.40 + 0.02 * seed, pass_k=0.60)
+        _cell(grid, "entrocraft_t05", seed, [0.2] + [0.1] * 9, 0.1, avg=0.30, pass_k=0.80 + 0.02 * seed)
+    results = collect(grid)
+    d = results["decisions"]
+    # entrocraft_t05 at its target, entropy_bonus_t05 unfinished: H1 at 0.5x undecided, named
+    assert d["H1"]["0.5x"]["text"] == ("undecided: entropy_bonus_t05 not finished with 2 seeds; so far at the "
+                                      "target: entrocraft_t05")
+    # H2 on the means: pass@1 0.30 vs 0.41 (-11.0), pass@k 0.81 vs 0.60 (+21.0); entrocraft_t07 unfinished
+    assert d["H2"]["verdict"] is None and "entrocraft_t05: pass@1 -11.0, pass@k +21.0" in d["H2"]["text"]
+    md = frontier_markdown(results)
+    assert "## The pre-registered rules, applied" in md and "- **H1 at 0.5x**: undecided" in md
+
+    cfg = tmp_path / "grid.yaml"
+    bad = {"out": str(tmp_path / "out2"), "seeds": [0], "base": {"max_steps": 1},
+           "methods": {"grpo": {"method": "vanilla"}}, "frontier": {**roles, "candidate": "stare_auto"}}
+    cfg.write_text(yaml.safe_dump(bad))
+    assert main(["--config", str(cfg)]) == 2  # refused before any run is read or anything written
+    assert "frontier: error: frontier.candidate='stare_auto': ['stare_auto'] is not a family" in capsys.readouterr().err
+    assert not (tmp_path / "out2").exists()

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from stare_rl.compare.frontier_rules import Registration, at_target, compare, decide, decisions_markdown
 from stare_rl.compare.grid import spread
 
+REG = Registration(reference="grpo", candidate="stare_auto", rivals=("entropy_bonus", "entropic", "entrocraft"),
+                   holds_most="entrocraft", holds_least="entropic", unheld=("steer", "high_entropy"))  # frontier_cot's
 KEYS = ("pass@1", "pass@k", "final_entropy", "final_batch_entropy", "target", "band_fraction")
 
 
@@ -59,28 +63,28 @@ def _h1_grid(rival_p1: list[float], rival_h: float = 0.05, stare_h: float = 0.05
 
 
 def test_h1_holds_when_stare_costs_less_than_every_rival_that_holds_the_target() -> None:
-    d = decide(_h1_grid([0.30, 0.32, 0.34]))["H1"]["0.5x"]  # STARE 0.42 vs 0.32: beyond std 0.02
+    d = decide(_h1_grid([0.30, 0.32, 0.34]), REG)["H1"]["0.5x"]  # STARE 0.42 vs 0.32: beyond std 0.02
     assert d["verdict"] is True and d["text"].startswith("holds:")
-    assert "entropy_bonus_t05 32.0: STARE costs less" in d["text"]
+    assert "entropy_bonus_t05 32.0: stare_auto_t05 costs less" in d["text"]
     assert "missed the target: entropic_t05 (reached 0.40 of it)" in d["text"]  # left out of the comparison
     assert d["held"] == ["stare_auto_t05", "entropy_bonus_t05"]
 
 
 def test_h1_within_the_seed_spread_is_not_separated() -> None:
-    d = decide(_h1_grid([0.38, 0.41, 0.44]))["H1"]["0.5x"]  # 0.42 vs 0.41, std 0.03
+    d = decide(_h1_grid([0.38, 0.41, 0.44]), REG)["H1"]["0.5x"]  # 0.42 vs 0.41, std 0.03
     assert d["verdict"] is None and "within seed spread" in d["text"] and d["text"].startswith("not separated")
 
 
 def test_h1_fails_when_a_rival_costs_less_or_stare_misses() -> None:
-    assert decide(_h1_grid([0.50, 0.51, 0.52]))["H1"]["0.5x"]["verdict"] is False  # rival 0.51 > 0.42 + 0.02
-    d = decide(_h1_grid([0.30, 0.32, 0.34], stare_h=0.03))["H1"]["0.5x"]  # STARE at 0.6 of its target
-    assert d["verdict"] is False and "STARE misses the target" in d["text"]
+    assert decide(_h1_grid([0.50, 0.51, 0.52]), REG)["H1"]["0.5x"]["verdict"] is False  # rival 0.51 > 0.42 + 0.02
+    d = decide(_h1_grid([0.30, 0.32, 0.34], stare_h=0.03), REG)["H1"]["0.5x"]  # STARE at 0.6 of its target
+    assert d["verdict"] is False and "stare_auto_t05 misses the target" in d["text"]
 
 
 def test_h1_only_stare_holds_and_undecided_with_missing_seeds() -> None:
-    d = decide(_h1_grid([0.50, 0.51, 0.52], rival_h=0.02))["H1"]["0.5x"]  # every rival missed
-    assert d["verdict"] is True and d.get("only_stare") and "only STARE holds the target" in d["text"]
-    d = decide(_h1_grid([0.30, 0.32], rival_seeds=2))["H1"]["0.5x"]  # a rival with 2 of 3 seeds
+    d = decide(_h1_grid([0.50, 0.51, 0.52], rival_h=0.02), REG)["H1"]["0.5x"]  # every rival missed
+    assert d["verdict"] is True and d.get("only_candidate") and "only stare_auto_t05 holds the target" in d["text"]
+    d = decide(_h1_grid([0.30, 0.32], rival_seeds=2), REG)["H1"]["0.5x"]  # a rival with 2 of 3 seeds
     assert d["verdict"] is None
     assert d["text"].startswith("undecided: entropy_bonus_t05 not finished with 3 seeds")
     assert "so far at the target: stare_auto_t05; missed it: entropic_t05 (reached 0.40 of it)" in d["text"]
@@ -90,13 +94,13 @@ def test_h2_on_the_means_with_the_issue_thresholds() -> None:
     m = {"grpo": _method("grpo", None, **{"pass@1": [0.40, 0.41, 0.42], "pass@k": [0.60] * 3})}
     m["stare_auto_t03"] = _held("stare_auto", "0.3x", [0.405] * 3, [0.66] * 3)  # -0.5 and +6 points
     m["stare_auto_t05"] = _held("stare_auto", "0.5x", [0.38] * 3, [0.70] * 3)  # -3 points: misses pass@1
-    d = decide(_results(**m))["H2"]
+    d = decide(_results(**m), REG)["H2"]
     assert d["verdict"] is True and d["points"] == ["stare_auto_t03"]
     assert "stare_auto_t03: pass@1 -0.5, pass@k +6.0 (meets both)" in d["text"]
     m["stare_auto_t03"] = _held("stare_auto", "0.3x", [0.405] * 3, [0.64] * 3)  # +4 points: misses pass@k
-    assert decide(_results(**m))["H2"]["verdict"] is False
+    assert decide(_results(**m), REG)["H2"]["verdict"] is False
     m["stare_auto_t07"] = _held("stare_auto", "0.7x", [0.405] * 2, [0.70] * 2)  # unfinished: could still hold
-    assert decide(_results(**m))["H2"]["verdict"] is None
+    assert decide(_results(**m), REG)["H2"]["verdict"] is None
 
 
 def _family(family: str, p1: list[float], pk: list[float], ratios: tuple[float, ...] = (1.0, 1.0, 1.0),
@@ -109,16 +113,16 @@ def _family(family: str, p1: list[float], pk: list[float], ratios: tuple[float, 
 
 def test_h3_needs_every_point_at_its_target_and_ordered_both_ways() -> None:
     ok = _family("stare_auto", [0.42, 0.39, 0.37], [0.70, 0.75, 0.78])
-    assert decide(_results(**ok))["H3"]["stare_auto"]["verdict"] is True
+    assert decide(_results(**ok), REG)["H3"]["stare_auto"]["verdict"] is True
     off = _family("stare_auto", [0.42, 0.39, 0.37], [0.70, 0.75, 0.78], ratios=(1.0, 0.83, 0.74))
-    d = decide(_results(**off))["H3"]["stare_auto"]
+    d = decide(_results(**off), REG)["H3"]["stare_auto"]
     assert d["verdict"] is False and d["text"].startswith("does not qualify: stare_auto_t07 misses its target")
     assert "ordered both ways" in d["text"]
     flat = _family("stare_auto", [0.42, 0.39, 0.40], [0.70, 0.75, 0.78])  # pass@1 rises again at 0.7x
-    assert decide(_results(**flat))["H3"]["stare_auto"]["text"].startswith("does not hold: not ordered")
+    assert decide(_results(**flat), REG)["H3"]["stare_auto"]["text"].startswith("does not hold: not ordered")
     part = _family("entropic", [0.42, 0.39, 0.37], [0.70, 0.75, 0.78])
     part.pop("entropic_t07")  # the targets are the STARE family's: a rival without its 0.7x point is undecided
-    h3 = decide(_results(**ok, **part))["H3"]
+    h3 = decide(_results(**ok, **part), REG)["H3"]
     assert h3["entropic"] == {"verdict": None, "text": "undecided: no 0.7x point"} and "entrocraft" not in h3
 
 
@@ -126,29 +130,48 @@ def test_h4_entrocraft_highest_and_entropic_lowest_at_every_target() -> None:
     p1, pk = [0.4] * 3, [0.6] * 3
     fams = {**_family("stare_auto", p1, pk, bands=(0.5, 0.5, 0.5)), **_family("entropy_bonus", p1, pk),
             **_family("entropic", p1, pk, bands=(0.1, 0.1, 0.1)), **_family("entrocraft", p1, pk, bands=(0.9,) * 3)}
-    d = decide(_results(**fams), Registration(rivals=("entropy_bonus", "entropic", "entrocraft")))["H4"]
+    d = decide(_results(**fams), REG)["H4"]
     assert d["verdict"] is True and "0.5x: highest entrocraft_t05 90.0 %, lowest entropic_t05 10.0 %" in d["text"]
     fams.update(_family("entrocraft", p1, pk, bands=(0.9, 0.4, 0.9)))  # stare holds 0.5x more often
-    d = decide(_results(**fams))["H4"]
+    d = decide(_results(**fams), REG)["H4"]
     assert d["verdict"] is False and "0.5x: highest stare_auto_t05 50.0 %" in d["text"]
+    fams.update(_family("entrocraft", p1, pk, bands=(0.9, 0.5, 0.9)))  # tied with stare at 0.5x: not highest
+    assert decide(_results(**fams), REG)["H4"]["verdict"] is False
 
 
 def test_h5_unheld_methods_within_one_seed_std_of_grpo() -> None:
     m = {"grpo": _method("grpo", None, **{"final_entropy": [0.030, 0.032, 0.034]})}  # mean 0.032, std 0.002
     m["steer"] = _method("steer", None, **{"final_entropy": [0.031, 0.033, 0.035]})  # +0.001: within
     m["high_entropy"] = _method("high_entropy", None, **{"final_entropy": [0.040, 0.041, 0.042]})  # +0.009
-    d = decide(_results(**m))["H5"]
+    d = decide(_results(**m), REG)["H5"]
     assert d["verdict"] is False and "steer 0.033 vs 0.032: within one seed-std" in d["text"]
     assert "high_entropy 0.041 vs 0.032: higher than grpo" in d["text"]
     m["high_entropy"] = _method("high_entropy", None, **{"final_entropy": [0.030, 0.031]})  # 2 of 3 seeds
-    assert decide(_results(**m))["H5"] == {"verdict": None, "text": "undecided: high_entropy not finished"}
+    assert decide(_results(**m), REG)["H5"] == {"verdict": None, "text": "undecided: high_entropy not finished"}
     del m["high_entropy"]
-    assert decide(_results(**m))["H5"]["text"] == "undecided: high_entropy not in the grid"
+    assert decide(_results(**m), REG)["H5"]["text"] == "undecided: high_entropy not in the grid"
 
 
 def test_the_verdicts_render_as_a_markdown_section() -> None:
-    md = decisions_markdown(decide(_h1_grid([0.30, 0.32, 0.34])))
+    md = decisions_markdown(decide(_h1_grid([0.30, 0.32, 0.34]), REG))
     assert md.startswith("## The pre-registered rules, applied")
-    assert "- **H1 at 0.5x**: holds: STARE pass@1 42.0 vs entropy_bonus_t05 32.0: STARE costs less" in md
+    assert "- **H1 at 0.5x**: holds: stare_auto_t05 pass@1 42.0 vs entropy_bonus_t05 32.0: stare_auto_t05 costs less" in md
     assert "- **H5**: undecided: steer not in the grid, high_entropy not in the grid" in md
+    assert "- **H4**: undecided: 0.5x: no entrocraft point" in md  # the family H4 is about is not in this grid
 
+
+
+def test_the_roles_come_from_the_grid_and_are_checked() -> None:
+    roles = {"reference": "grpo", "candidate": "stare_auto", "rivals": ["entropic"], "holds_most": "entropic",
+             "holds_least": "entropic", "unheld": ["steer"]}
+    families, methods = {"stare_auto", "entropic", "grpo", "steer"}, {"grpo", "steer", "stare_auto_t05"}
+    reg = Registration.from_mapping(roles, families, methods)
+    assert reg.actuators == ("stare_auto", "entropic") and reg.unheld == ("steer",)
+    with pytest.raises(ValueError, match=r"frontier.rivals=\['entrocraft'\]: \['entrocraft'\] is not a family"):
+        Registration.from_mapping({**roles, "rivals": ["entrocraft"]}, families, methods)
+    with pytest.raises(ValueError, match=r"frontier.reference='stare_auto': \['stare_auto'\] is not a method"):
+        Registration.from_mapping({**roles, "reference": "stare_auto"}, families, methods)
+    with pytest.raises(ValueError, match=r"frontier.candidate=\['stare_auto'\] must be one name"):
+        Registration.from_mapping({**roles, "candidate": ["stare_auto"]}, families, methods)
+    with pytest.raises(ValueError, match=r"frontier: unknown key 'h6'; unheld is missing"):
+        Registration.from_mapping({**{k: v for k, v in roles.items() if k != "unheld"}, "h6": 1}, families, methods)

@@ -20,8 +20,9 @@ Per grid method (mean ± sample std over its finished seeds; the definitions are
 
 Families: a grid method named ``<family>_t03`` (``_t05``, ``_t07``) is the point of ``<family>`` at the target its
 cell config gives (``target_entropy`` or ``bonus_target_entropy``); the figure joins a family's points in target
-order. The pre-registered hypotheses H1-H5 are decided by :mod:`stare_rl.compare.frontier_rules` (the rules as
-registered, applied to these values) and written under the table. Reads only finished cells (``compare_done.json``); writes ``frontier.md``, ``frontier.json``,
+order. When the grid file has a ``frontier:`` section (the roles of the pre-registered hypotheses), H1-H5 are
+decided by :mod:`stare_rl.compare.frontier_rules` (the rules as registered, applied to these values) and written
+under the table. Reads only finished cells (``compare_done.json``); writes ``frontier.md``, ``frontier.json``,
 ``frontier.png`` and ``frontier_curves.png`` (per family, the seed-mean batch entropy relative to its start against
 the step, each relative target dashed) into the grid's ``out``.
 """
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from stare_rl.analysis.runs import read_run
-from stare_rl.compare.frontier_rules import decide, decisions_markdown
+from stare_rl.compare.frontier_rules import Registration, decide, decisions_markdown
 from stare_rl.compare.grid import Grid, cell_state, load_grid, restrict, spread
 from stare_rl.control.target import parse_target
 from stare_rl.io.runlog import write_text_atomic
@@ -58,6 +59,15 @@ def family_of(grid: Grid, method: str) -> tuple[str, str | None]:
     spelling = None if target is None else str(parse_target("target_entropy", target).spelling())
     m = _FAMILY.match(method)
     return (m.group("family") if m and target is not None else method), spelling
+
+
+def registration(grid: Grid) -> Registration | None:
+    """The roles of the grid's ``frontier:`` section, checked against its methods and families (ValueError
+    naming the field and the value); ``None`` when the grid registers no hypotheses."""
+    if not grid.frontier:
+        return None
+    families = {family_of(grid, m)[0] for m in grid.methods}
+    return Registration.from_mapping(grid.frontier, families, grid.methods)
 
 
 def _in_band(h: float, target: float, band: float) -> bool:
@@ -121,7 +131,9 @@ def collect(grid: Grid) -> dict[str, Any]:
         entry["stats"] = {k: spread([r[k] for r in runs]) for k, _ in COLUMNS}
     results = {"band": grid.band, "expected_seeds": list(grid.seeds), "methods": methods, "missing": missing,
                "n_cells": len(grid.cells()), "n_done": len(grid.cells()) - len(missing)}
-    results["decisions"] = decide(results)  # the pre-registered H1-H5 rules, applied to the values above
+    roles = registration(grid)
+    if roles is not None:  # the grid registers its hypotheses' roles: apply the rules to the values above
+        results["decisions"] = decide(results, roles)
     return results
 
 
@@ -150,7 +162,8 @@ def frontier_markdown(results: dict[str, Any]) -> str:
                      f" | {_fmt(st['final_entropy'])} | {_fmt(st['final_batch_entropy'])} | {_fmt(st['target'])} | "
                      f"{_fmt(st['band_fraction'], pct=True)} |")
     lines += ["", "Missing cells (not finished): " + (", ".join(results["missing"]) if results["missing"] else "none")]
-    return "\n".join(lines) + "\n\n" + decisions_markdown(results["decisions"])
+    rules = "\n" + decisions_markdown(results["decisions"]) if "decisions" in results else ""
+    return "\n".join(lines) + "\n" + rules
 
 
 def frontier_figure(results: dict[str, Any], path: Path) -> Path | None:
@@ -262,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         grid = restrict(load_grid(args.config), out=args.out)
+        registration(grid)  # a bad frontier: section fails here, before any run is read
     except ValueError as err:
         print(f"frontier: error: {err}", file=sys.stderr)
         return 2

@@ -12,12 +12,14 @@ the verdicts in ``frontier.md`` are computed, not read off the table by hand. No
   needed for stays **undecided** and the verdict names the missing points.
 
 Verdicts: ``True`` (holds), ``False`` (does not), ``None`` (undecided, or decided by neither side of a rule).
-Which grid families play which role is the registration's (:class:`Registration`; its defaults are the names of
-``frontier_cot.yaml``).
+Which grid families play which role is the grid file's ``frontier:`` section (:class:`Registration`), so this
+module names no method.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,18 +32,49 @@ H2_PASSK_ABOVE = 0.05  # ... and pass@k >= GRPO + 5 points (the issue's threshol
 
 @dataclass(frozen=True)
 class Registration:
-    """The roles the pre-registration gave the grid's methods and families (docs/compare.md, "Hypotheses")."""
+    """The roles the pre-registration gave the grid's methods and families (docs/compare.md, "Hypotheses"), as
+    the grid file's ``frontier:`` section names them: ``reference`` (a grid method: H2 and H5 compare with it),
+    ``candidate`` (the family H1 expects to cost least at every matched target), ``rivals`` (the other
+    target-holding families), ``holds_most`` / ``holds_least`` (H4: the highest / lowest band fraction at every
+    target) and ``unheld`` (grid methods H5 expects to end within one seed-std of the reference's held-out H)."""
 
-    reference: str = "grpo"  # H2 and H5 compare with it
-    stare: str = "stare_auto"  # H1: the family expected to cost least at every matched target
-    rivals: tuple[str, ...] = ("entropy_bonus", "entropic", "entrocraft")  # the other target-holding actuators
-    holds_most: str = "entrocraft"  # H4: highest band fraction at every target ...
-    holds_least: str = "entropic"  # ... and the lowest
-    unheld: tuple[str, ...] = ("steer", "high_entropy")  # H5: end within one seed-std of GRPO's held-out H
+    reference: str
+    candidate: str
+    rivals: tuple[str, ...]
+    holds_most: str
+    holds_least: str
+    unheld: tuple[str, ...]
 
     @property
     def actuators(self) -> tuple[str, ...]:
-        return (self.stare, *self.rivals)
+        return (self.candidate, *self.rivals)
+
+    @classmethod
+    def from_mapping(cls, roles: Mapping[str, Any], families: Iterable[str], methods: Iterable[str],
+                     where: str = "frontier") -> Registration:
+        """Validate a grid's ``frontier:`` section: every role given, each name a family (or, for
+        ``reference`` and ``unheld``, a method) of the grid; ValueError naming the field and the value."""
+        fields = [f.name for f in dataclasses.fields(cls)]
+        unknown, absent = sorted(set(roles) - set(fields)), [f for f in fields if f not in roles]
+        if unknown or absent:
+            raise ValueError(f"{where}: " + "; ".join([*(f"unknown key {k!r}" for k in unknown),
+                                                      *(f"{k} is missing" for k in absent)])
+                             + f" (the roles are {fields})")
+        families, methods = set(families), set(methods)
+        values: dict[str, Any] = {}
+        for name in fields:
+            value = roles[name]
+            many = isinstance(value, list | tuple)
+            names = [str(v) for v in value] if many else [str(value)]
+            known = methods if name in ("reference", "unheld") else families
+            if bad := [v for v in names if v not in known]:
+                kind = "method" if name in ("reference", "unheld") else "family"
+                raise ValueError(f"{where}.{name}={value!r}: {bad} is not a {kind} of the grid "
+                                 f"(its {kind} names: {sorted(known)})")
+            if many != (name in ("rivals", "unheld")):
+                raise ValueError(f"{where}.{name}={value!r} must be " + ("a list of names" if not many else "one name"))
+            values[name] = tuple(names) if many else names[0]
+        return cls(**values)
 
 
 def _mean(m: dict[str, Any], key: str) -> float | None:
@@ -112,9 +145,9 @@ class _Rules:
     def h1(self, spec: str) -> dict[str, Any]:
         names = [self.name(f, spec) for f in self.reg.actuators]
         present = [n for n in names if n is not None]
-        stare = self.name(self.reg.stare, spec)
-        if stare is None:
-            return {"verdict": None, "text": f"undecided: no {self.reg.stare} point at {spec}"}
+        cand = self.name(self.reg.candidate, spec)
+        if cand is None:
+            return {"verdict": None, "text": f"undecided: no {self.reg.candidate} point at {spec}"}
         done = [n for n in present if self.complete(n)]
         held = [n for n in done if at_target(self.methods[n])]
         missed = [f"{n} (reached {target_ratio(self.methods[n]):.2f} of it)" for n in done if n not in held]
@@ -123,16 +156,16 @@ class _Rules:
                     + (f"; so far at the target: {', '.join(held) or 'none'}" if done else "")
                     + (f"; missed it: {', '.join(missed)}" if missed else "")}
         miss_txt = f"; missed the target: {', '.join(missed)}" if missed else ""
-        if stare not in held:
-            return {"verdict": False, "text": f"does not hold: STARE misses the target{miss_txt}", "held": held}
-        rivals = [n for n in held if n != stare]
+        if cand not in held:
+            return {"verdict": False, "text": f"does not hold: {cand} misses the target{miss_txt}", "held": held}
+        rivals = [n for n in held if n != cand]
         if not rivals:
-            return {"verdict": True, "text": f"holds trivially: only STARE holds the target, no cost to compare{miss_txt}",
-                    "held": held, "only_stare": True}
-        verdicts = {n: compare(self.methods[stare], self.methods[n], "pass@1") for n in rivals}
-        parts = [f"{n} {self._pct(n, 'pass@1')}: " + {"higher": "STARE costs less", "lower": f"{n} costs less",
+            return {"verdict": True, "text": f"holds trivially: only {cand} holds the target, no cost to compare{miss_txt}",
+                    "held": held, "only_candidate": True}
+        verdicts = {n: compare(self.methods[cand], self.methods[n], "pass@1") for n in rivals}
+        parts = [f"{n} {self._pct(n, 'pass@1')}: " + {"higher": f"{cand} costs less", "lower": f"{n} costs less",
                                                      "within": "within seed spread"}[v] for n, v in verdicts.items()]
-        head = f"STARE pass@1 {self._pct(stare, 'pass@1')} vs " + "; ".join(parts) + miss_txt
+        head = f"{cand} pass@1 {self._pct(cand, 'pass@1')} vs " + "; ".join(parts) + miss_txt
         if all(v == "higher" for v in verdicts.values()):
             return {"verdict": True, "text": "holds: " + head, "held": held}
         if any(v == "lower" for v in verdicts.values()):
@@ -141,10 +174,10 @@ class _Rules:
 
     def h2(self) -> dict[str, Any]:
         ref = self.name(self.reg.reference)
-        stare = [n for n in (self.name(self.reg.stare, s) for s in self.specs()) if n is not None]
+        points = [n for n in (self.name(self.reg.candidate, s) for s in self.specs()) if n is not None]
         if ref is None or not self.complete(ref):
             return {"verdict": None, "text": f"undecided: {self.reg.reference} not finished with {self.n_seeds} seeds"}
-        done = [n for n in stare if self.complete(n)]
+        done = [n for n in points if self.complete(n)]
         lines, hit = [], []
         for n in done:
             d1 = _mean(self.methods[n], "pass@1") - _mean(self.methods[ref], "pass@1")
@@ -152,10 +185,10 @@ class _Rules:
             ok = d1 >= -H2_PASS1_BELOW and dk >= H2_PASSK_ABOVE
             hit += [n] if ok else []
             lines.append(f"{n}: pass@1 {100 * d1:+.1f}, pass@k {100 * dk:+.1f}" + (" (meets both)" if ok else ""))
-        text = "; ".join(lines) or "no STARE point finished"
+        text = "; ".join(lines) or f"no {self.reg.candidate} point finished"
         if hit:
             return {"verdict": True, "text": f"holds at {', '.join(hit)}: {text}", "points": hit}
-        if missing := self.missing(stare):
+        if missing := self.missing(points):
             return {"verdict": None, "text": f"undecided ({', '.join(missing)} not finished): {text}"}
         return {"verdict": False, "text": f"does not hold: {text}"}
 
@@ -180,13 +213,15 @@ class _Rules:
         lines, most, least, undecided = [], [], [], []
         for spec in self.specs():
             names = [n for n in (self.name(f, spec) for f in self.reg.actuators) if n is not None]
-            if missing := self.missing(names):
-                undecided.append(f"{spec}: {', '.join(missing)} not finished")
+            hi, lo = self.name(self.reg.holds_most, spec), self.name(self.reg.holds_least, spec)
+            if hi is None or lo is None or (missing := self.missing(names)):
+                undecided.append(f"{spec}: " + (", ".join(missing) + " not finished" if hi and lo else
+                                                f"no {self.reg.holds_most if hi is None else self.reg.holds_least} point"))
                 continue
             band = {n: _mean(self.methods[n], "band_fraction") or 0.0 for n in names}  # never crossed: 0
             top, bottom = max(band, key=band.get), min(band, key=band.get)
-            most.append(top == self.name(self.reg.holds_most, spec))
-            least.append(bottom == self.name(self.reg.holds_least, spec))
+            most.append(all(band[hi] > v for n, v in band.items() if n != hi))  # strictly: a tie is not "highest"
+            least.append(all(band[lo] < v for n, v in band.items() if n != lo))
             lines.append(f"{spec}: highest {top} {100 * band[top]:.1f} %, lowest {bottom} {100 * band[bottom]:.1f} %")
         text = "; ".join(lines + undecided)
         if (most and not all(most)) or (least and not all(least)):
@@ -211,10 +246,10 @@ class _Rules:
         return {"verdict": ok, "text": ("holds: " if ok else "does not hold: ") + text}
 
 
-def decide(results: dict[str, Any], registration: Registration | None = None) -> dict[str, Any]:
+def decide(results: dict[str, Any], registration: Registration) -> dict[str, Any]:
     """H1 (per target), H2, H3 (per actuator family), H4 and H5 from :func:`~stare_rl.compare.frontier.collect`'s
     results: each ``{"verdict": True | False | None, "text": ...}``."""
-    rules = _Rules(results, registration or Registration())
+    rules = _Rules(results, registration)
     return {
         "H1": {spec: rules.h1(spec) for spec in rules.specs()},
         "H2": rules.h2(),

@@ -18,6 +18,8 @@ Grid file::
       grpo: {method: vanilla, description: "GRPO, symmetric clip 0.2/0.2"}
       dapo: {method: vanilla, clip_ratio_high: 0.28, dynamic_sampling: true}
     smoke: {base: {max_steps: 2}, methods: [grpo, stare_o1], seeds: [0]}   # used by --smoke
+    frontier: {reference: grpo, stare: stare_auto, ...}   # roles of the pre-registered hypotheses: read only by
+                                   # python -m stare_rl.compare.frontier (stare_rl.compare.frontier_rules)
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def _holds_target(train_method: Any) -> bool:
     return "target_entropy" in {f.name for f in dataclasses.fields(get_method(train_method).config_cls)}
 
 
-_TOP_KEYS = {"out", "seeds", "parallel", "target_entropy", "band", "base", "methods", "smoke"}
+_TOP_KEYS = {"out", "seeds", "parallel", "target_entropy", "band", "base", "methods", "smoke", "frontier"}
 _SMOKE_KEYS = {"base", "methods", "seeds"}
 _CELL_ONLY = {"output_dir", "seed", "resume_from_checkpoint"}  # set per cell by the grid, not by the file
 
@@ -71,6 +73,7 @@ class Grid:
     target_entropy: float | str | None = None  # absolute, or "<r>x" (relative to each run's start entropy)
     band: float = 0.25
     descriptions: dict[str, str] = field(default_factory=dict)
+    frontier: dict[str, Any] = field(default_factory=dict)  # the frontier analysis's roles (frontier_rules)
 
     def cells(self) -> list[Cell]:
         """Every (method, seed) cell, seeds outermost: a partial grid has all methods of the first seeds."""
@@ -167,7 +170,7 @@ def parse_grid(data: Any, where: str = "<grid>", smoke: bool = False) -> Grid:
         raise _fail(where, f"band={band!r} must be in (0, 1)")
     return Grid(base=base, methods=methods, seeds=seeds, out=Path(str(data.get("out", "runs/compare"))),
                 parallel=parallel, target_entropy=target, band=float(band),
-                descriptions=descriptions)
+                descriptions=descriptions, frontier=dict(_mapping(data.get("frontier"), "frontier", where)))
 
 
 def _names(value: Any, known: Mapping[str, Any], where: str, what: str) -> list[str]:

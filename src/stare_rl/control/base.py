@@ -110,6 +110,24 @@ def require_same_settings(controller: Any, saved: Mapping[str, Any]) -> None:
                          "a resumed run keeps its settings: resume with the saved values or start a new run")
 
 
+def controller_state(controller: Any) -> dict[str, Any]:
+    """A target-holding controller's checkpoint: its state-defining settings, its ``_DYNAMIC`` values and its
+    target's own state (spelling, measured start, resolved value) under ``target_entropy``."""
+    keys = (*controller.settings, *controller._DYNAMIC)
+    state: dict[str, Any] = {k: getattr(controller, k) for k in keys if k != "target_entropy"}
+    state["target_entropy"] = controller.target.state_dict()
+    return state
+
+
+def load_controller_state(controller: Any, state: Mapping[str, Any]) -> None:
+    """Restore :func:`controller_state`: the settings must match (ValueError naming each that differs), then
+    the target and every ``_DYNAMIC`` value (``None`` stays ``None``: "not measured yet")."""
+    require_same_settings(controller, state)
+    controller.target.load_state_dict(state["target_entropy"])
+    for k in controller._DYNAMIC:
+        setattr(controller, k, None if state[k] is None else float(state[k]))
+
+
 def _sign(x: float) -> float:
     return float((x > 0) - (x < 0))
 
@@ -167,14 +185,10 @@ class AdaptiveEntropyCoef:
         return {"entropy_coef": self.coef, "target_entropy": self.target_entropy}
 
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC) if k != "target_entropy"}
-        state["target_entropy"] = self.target.state_dict()
-        return state
+        return controller_state(self)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        require_same_settings(self, state)
-        self.target.load_state_dict(state["target_entropy"])
-        self.coef = float(state["coef"])
+        load_controller_state(self, state)
 
 
 def is_memoryless(controller: Any) -> bool:

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from stare_rl.control.base import StepObservation, require_same_settings
+from stare_rl.control.base import StepObservation, controller_state, load_controller_state
 from stare_rl.control.target import EntropyTarget, canonical_target, start_entropy_of
 from stare_rl.core.metrics import control_metric
 from stare_rl.core.registry import MetricSpec, register_method
@@ -138,17 +138,10 @@ class EntroPICController:
         }
 
     def state_dict(self) -> dict[str, Any]:
-        state = {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC) if k != "target_entropy"}
-        state["target_entropy"] = self.target.state_dict()
-        return state
+        return controller_state(self)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        require_same_settings(self, state)
-        self.target.load_state_dict(state["target_entropy"])
-        for k in ("integral", "alpha"):
-            setattr(self, k, float(state[k]))
-        for k in ("error", "entropy"):
-            setattr(self, k, None if state[k] is None else float(state[k]))
+        load_controller_state(self, state)
 
 
 def _controllers(cfg: EntroPICConfig) -> dict[str, EntroPICController]:

@@ -13,6 +13,8 @@ from stare_rl.control.base import (
     _check_entropy,
     _check_non_negative,
     _sign,
+    controller_state,
+    load_controller_state,
     require_same_settings,
 )
 from stare_rl.control.target import EntropyTarget, start_entropy_of
@@ -139,12 +141,7 @@ class StareWeightSchedule:
         return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m, "target_entropy": self.target_entropy}
 
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {k: getattr(self, k) for k in (*self.settings, *self._DYNAMIC) if k != "target_entropy"}
-        state["target_entropy"] = self.target.state_dict()
-        return state
+        return controller_state(self)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        require_same_settings(self, state)
-        self.target.load_state_dict(state["target_entropy"])
-        for k in self._DYNAMIC:
-            setattr(self, k, float(state[k]))
+        load_controller_state(self, state)
