@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from stare_rl.analysis.runs import read_run
-from stare_rl.compare.frontier_rules import Registration, decide, decisions_markdown
+from stare_rl.compare.frontier_rules import Registration, at_target, decide, decisions_markdown
 from stare_rl.compare.grid import Grid, cell_state, load_grid, restrict, spread
 from stare_rl.control.target import parse_target
 from stare_rl.io.runlog import write_text_atomic
@@ -179,23 +179,31 @@ def frontier_figure(results: dict[str, Any], path: Path) -> Path | None:
             continue
         spec = parse_target("target", m["target_spec"]) if m["target_spec"] else None
         order = 0.0 if spec is None else (spec.ratio if spec.relative else spec.absolute)
-        families.setdefault(m["family"], []).append((float(order), m["stats"], m["target_spec"] or name))
+        families.setdefault(m["family"], []).append((float(order), m, m["target_spec"] or name))
     if not families:
         return None
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    missed_any = False
     for family, pts in families.items():
         pts.sort(key=lambda p: p[0])
-        xs = [100 * p[1]["pass@1"]["mean"] for p in pts]
-        ys = [100 * p[1]["pass@k"]["mean"] for p in pts]
-        ax.errorbar(xs, ys, xerr=[100 * p[1]["pass@1"]["std"] for p in pts],
-                    yerr=[100 * p[1]["pass@k"]["std"] for p in pts], marker="o", capsize=3,
-                    linestyle="-" if len(pts) > 1 else "none", label=family)
+        stats = [p[1]["stats"] for p in pts]
+        xs = [100 * st["pass@1"]["mean"] for st in stats]
+        ys = [100 * st["pass@k"]["mean"] for st in stats]
+        bars = ax.errorbar(xs, ys, xerr=[100 * st["pass@1"]["std"] for st in stats],
+                           yerr=[100 * st["pass@k"]["std"] for st in stats], marker="o", capsize=3,
+                           linestyle="-" if len(pts) > 1 else "none", label=family)
+        color = bars[0].get_color()
         for x, y, p in zip(xs, ys, pts, strict=True):
-            if len(pts) > 1:
+            if p[1]["target_spec"] is not None:
                 ax.annotate(p[2], (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+                if not at_target(p[1]):  # hollow: the point missed its target (the rule's ±20 %)
+                    missed_any = True
+                    ax.plot([x], [y], marker="o", markersize=7, markerfacecolor="white", markeredgecolor=color,
+                            linestyle="none", zorder=3)
     ax.set_xlabel("held-out pass@1 (%)")
     ax.set_ylabel("held-out pass@k (%)")
-    ax.set_title(f"Frontier: {results['n_done']} of {results['n_cells']} cells")
+    ax.set_title(f"Frontier: {results['n_done']} of {results['n_cells']} cells"
+                 + ("  (hollow: missed its target)" if missed_any else ""))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
