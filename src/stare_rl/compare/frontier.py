@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from stare_rl.analysis.runs import read_run
-from stare_rl.compare.frontier_rules import Registration, at_target, decide, decisions_markdown
+from stare_rl.compare.frontier_rules import Registration, at_target, decide, decisions_markdown, target_order
 from stare_rl.compare.grid import Grid, cell_state, load_grid, restrict, spread
 from stare_rl.control.target import parse_target
 from stare_rl.io.runlog import write_text_atomic
@@ -177,8 +177,7 @@ def frontier_figure(results: dict[str, Any], path: Path) -> Path | None:
     for name, m in results["methods"].items():
         if m["stats"]["pass@1"] is None or m["stats"]["pass@k"] is None:
             continue
-        spec = parse_target("target", m["target_spec"]) if m["target_spec"] else None
-        order = 0.0 if spec is None else (spec.ratio if spec.relative else spec.absolute)
+        order = target_order(m["target_spec"]) if m["target_spec"] else 0.0
         families.setdefault(m["family"], []).append((float(order), m, m["target_spec"] or name))
     if not families:
         return None

@@ -113,7 +113,8 @@ def _points(results: dict[str, Any]) -> dict[str, dict[str, str]]:
     return out
 
 
-def _order(spec: str) -> float:
+def target_order(spec: str) -> float:
+    """Sort key of a target spelling: the ratio of a relative target, else the absolute value."""
     t = parse_target("target", spec)
     return t.ratio if t.relative else t.absolute
 
@@ -137,7 +138,7 @@ class _Rules:
     def specs(self) -> list[str]:
         """Every target any registered actuator family has in the grid, low to high."""
         specs = {s for f in self.reg.actuators for s in self.points.get(f, {}) if s != "-"}
-        return sorted(specs, key=_order)
+        return sorted(specs, key=target_order)
 
     def _pct(self, name: str, key: str) -> str:
         return f"{100 * _mean(self.methods[name], key):.1f}"
