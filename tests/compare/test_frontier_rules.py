@@ -118,6 +118,10 @@ def test_h3_needs_every_point_at_its_target_and_ordered_both_ways() -> None:
     d = decide(_results(**off), REG)["H3"]["stare_auto"]
     assert d["verdict"] is False and d["text"].startswith("does not qualify: stare_auto_t07 misses its target")
     assert "ordered both ways" in d["text"]
+    two_off = _family("stare_auto", [0.42, 0.39, 0.37], [0.70, 0.75, 0.78], ratios=(1.0, 0.53, 0.37))
+    d = decide(_results(**two_off), REG)["H3"]["stare_auto"]  # 0.53 and 0.37 of the target: outside +-20 %
+    assert d["verdict"] is False
+    assert d["text"].startswith("does not qualify: stare_auto_t05, stare_auto_t07 miss their target")
     flat = _family("stare_auto", [0.42, 0.39, 0.40], [0.70, 0.75, 0.78])  # pass@1 rises again at 0.7x
     assert decide(_results(**flat), REG)["H3"]["stare_auto"]["text"].startswith("does not hold: not ordered")
     part = _family("entropic", [0.42, 0.39, 0.37], [0.70, 0.75, 0.78])

@@ -206,7 +206,7 @@ class _Rules:
         means = ("pass@k " + " → ".join(f"{100 * v:.1f}" for v in pk) + ", pass@1 "
                  + " → ".join(f"{100 * v:.1f}" for v in p1))
         if off:
-            return {"verdict": False, "text": f"does not qualify: {', '.join(off)} misses its target "
+            return {"verdict": False, "text": f"does not qualify: {', '.join(off)} {'misses its' if len(off) == 1 else 'miss their'} target "
                                               f"({'ordered both ways' if ordered else 'not ordered'}: {means})"}
         return {"verdict": ordered, "text": ("holds: " if ordered else "does not hold: not ordered: ") + means}
 
