@@ -214,3 +214,36 @@ def test_a_grid_with_a_frontier_section_gets_the_rules_applied(tmp_path: Path, c
     assert main(["--config", str(cfg)]) == 2  # refused before any run is read or anything written
     assert "frontier: error: frontier.candidate='stare_auto': ['stare_auto'] is not a family" in capsys.readouterr().err
     assert not (tmp_path / "out2").exists()
+
+
+def test_figure_gives_each_family_its_own_colour_and_hollow_points_keep_it(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session 39's figure drew 80/20 and Entrocraft in the same green: each hollow (missed-target) marker took
+    the next colour of the cycle. Every family now has its own colour and a hollow marker its family's."""
+    import matplotlib.axes
+
+    from stare_rl.compare.frontier import frontier_figure
+
+    def stat(v: float) -> dict:
+        return {"mean": v, "std": 0.01, "values": [v]}
+
+    def method(family: str, spec: str | None, h: float) -> dict:
+        stats = {"pass@1": stat(0.4), "pass@k": stat(0.6), "final_batch_entropy": stat(h),
+                 "target": stat(0.1) if spec else None}
+        return {"family": family, "target_spec": spec, "stats": stats, "seeds": [0]}
+
+    methods = {"grpo": method("grpo", None, 0.03), "high_entropy": method("high_entropy", None, 0.03)}
+    for fam in ("stare_auto", "entropy_bonus", "entropic", "entrocraft", "stare_sens_auto"):
+        for spec in ("0.3x", "0.5x"):
+            methods[f"{fam}_t{spec[2]}"] = method(fam, spec, 0.05)  # half the target: every point hollow
+    errorbars, hollow = [], []
+    real_errorbar, real_plot = matplotlib.axes.Axes.errorbar, matplotlib.axes.Axes.plot
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar",
+                        lambda self, *a, **k: errorbars.append((k["label"], k.get("color"))) or real_errorbar(self, *a, **k))
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot",
+                        lambda self, *a, **k: hollow.append(k.get("markeredgecolor")) or real_plot(self, *a, **k))
+    results = {"methods": methods, "n_done": 12, "n_cells": 12}
+    assert frontier_figure(results, tmp_path / "f.png") == tmp_path / "f.png"
+    colours = dict(errorbars)
+    assert len(colours) == 7 and len(set(colours.values())) == 7  # seven families, seven colours
+    assert len(hollow) == 10 and set(hollow) == {colours[f] for f in colours if f not in ("grpo", "high_entropy")}

@@ -183,15 +183,17 @@ def frontier_figure(results: dict[str, Any], path: Path) -> Path | None:
         return None
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
     missed_any = False
-    for family, pts in families.items():
+    for i, (family, pts) in enumerate(families.items()):
         pts.sort(key=lambda p: p[0])
         stats = [p[1]["stats"] for p in pts]
         xs = [100 * st["pass@1"]["mean"] for st in stats]
         ys = [100 * st["pass@k"]["mean"] for st in stats]
-        bars = ax.errorbar(xs, ys, xerr=[100 * st["pass@1"]["std"] for st in stats],
-                           yerr=[100 * st["pass@k"]["std"] for st in stats], marker="o", capsize=3,
-                           linestyle="-" if len(pts) > 1 else "none", label=family)
-        color = bars[0].get_color()
+        # one colour per family, fixed here: the hollow markers below would otherwise advance the colour cycle
+        # and give two families the same colour; methods without a target (single points) drawn as squares
+        color = f"C{i % 10}"
+        ax.errorbar(xs, ys, xerr=[100 * st["pass@1"]["std"] for st in stats],
+                    yerr=[100 * st["pass@k"]["std"] for st in stats], marker="o" if pts[0][1]["target_spec"] else "s",
+                    capsize=3, color=color, linestyle="-" if len(pts) > 1 else "none", label=family)
         for x, y, p in zip(xs, ys, pts, strict=True):
             if p[1]["target_spec"] is not None:
                 ax.annotate(p[2], (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
