@@ -78,7 +78,14 @@ def test_h1_within_the_seed_spread_is_not_separated() -> None:
 def test_h1_fails_when_a_rival_costs_less_or_stare_misses() -> None:
     assert decide(_h1_grid([0.50, 0.51, 0.52]), REG)["H1"]["0.5x"]["verdict"] is False  # rival 0.51 > 0.42 + 0.02
     d = decide(_h1_grid([0.30, 0.32, 0.34], stare_h=0.03), REG)["H1"]["0.5x"]  # STARE at 0.6 of its target
-    assert d["verdict"] is False and "stare_auto_t05 misses the target" in d["text"]
+    assert d["verdict"] is False and "stare_auto_t05 misses the target (reached 0.60 of it)" in d["text"]
+    assert d["text"].count("stare_auto_t05") == 1  # the candidate is the reason, not also in the list of the others
+
+
+def test_h1_when_every_actuator_misses_names_the_candidate_once_and_lists_the_others() -> None:
+    d = decide(_h1_grid([0.30, 0.32, 0.34], stare_h=0.03, rival_h=0.02), REG)["H1"]["0.5x"]
+    assert d["verdict"] is False and d["text"].count("stare_auto_t05") == 1
+    assert "the others missed it too: entropy_bonus_t05 (reached 0.40 of it)" in d["text"]
 
 
 def test_h1_only_stare_holds_and_undecided_with_missing_seeds() -> None:

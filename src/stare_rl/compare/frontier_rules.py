@@ -158,7 +158,11 @@ class _Rules:
                     + (f"; missed it: {', '.join(missed)}" if missed else "")}
         miss_txt = f"; missed the target: {', '.join(missed)}" if missed else ""
         if cand not in held:
-            return {"verdict": False, "text": f"does not hold: {cand} misses the target{miss_txt}", "held": held}
+            others = [f"{n} (reached {target_ratio(self.methods[n]):.2f} of it)"
+                      for n in done if n not in held and n != cand]
+            return {"verdict": False, "held": held,
+                    "text": f"does not hold: {cand} misses the target (reached {target_ratio(self.methods[cand]):.2f} of it)"
+                    + (f"; the others missed it too: {', '.join(others)}" if others else "")}
         rivals = [n for n in held if n != cand]
         if not rivals:
             return {"verdict": True, "text": f"holds trivially: only {cand} holds the target, no cost to compare{miss_txt}",
