@@ -137,6 +137,21 @@ def test_h3_needs_every_point_at_its_target_and_ordered_both_ways() -> None:
     assert h3["entropic"] == {"verdict": None, "text": "undecided: no 0.7x point"} and "entrocraft" not in h3
 
 
+def test_families_added_after_the_registration_get_h3_apart_from_the_registered_verdicts() -> None:
+    registered = _family("stare_auto", [0.42, 0.39, 0.37], [0.70, 0.75, 0.78], ratios=(1.0, 0.83, 0.74))
+    added = _family("stare_sens_auto", [0.42, 0.37, 0.33], [0.68, 0.77, 0.83])  # every point at target, ordered
+    grpo = _method("grpo", None, **{"pass@1": [0.41] * 3, "pass@k": [0.6] * 3})
+    d = decide(_results(**registered, **added, grpo=grpo), REG)
+    assert set(d["exploratory"]["H3"]) == {"stare_sens_auto"}  # grpo has no target: no family to order
+    assert "stare_sens_auto" not in d["H3"] and d["H3"]["stare_auto"]["verdict"] is False
+    assert d["exploratory"]["H3"]["stare_sens_auto"]["verdict"] is True
+    assert d["exploratory"]["H3"]["stare_sens_auto"]["text"].startswith("holds: pass@k 68.0 → 77.0 → 83.0")
+    md = decisions_markdown(d)
+    assert md.index("## Exploratory") > md.index("- **H5**") and "- **H3, stare_sens_auto**: holds" in md
+    # without added families, no section
+    assert "Exploratory" not in decisions_markdown(decide(_results(**registered), REG))
+
+
 def test_h4_entrocraft_highest_and_entropic_lowest_at_every_target() -> None:
     p1, pk = [0.4] * 3, [0.6] * 3
     fams = {**_family("stare_auto", p1, pk, bands=(0.5, 0.5, 0.5)), **_family("entropy_bonus", p1, pk),

@@ -253,14 +253,19 @@ class _Rules:
 
 def decide(results: dict[str, Any], registration: Registration) -> dict[str, Any]:
     """H1 (per target), H2, H3 (per actuator family), H4 and H5 from :func:`~stare_rl.compare.frontier.collect`'s
-    results: each ``{"verdict": True | False | None, "text": ...}``."""
+    results: each ``{"verdict": True | False | None, "text": ...}``. Under ``exploratory``, H3's rule applied to
+    the target-holding families the registration gives no role (added to the grid after it): reported apart,
+    never part of a pre-registered verdict."""
     rules = _Rules(results, registration)
+    extra = [f for f, pts in rules.points.items()
+             if f not in rules.reg.actuators and any(spec != "-" for spec in pts)]
     return {
         "H1": {spec: rules.h1(spec) for spec in rules.specs()},
         "H2": rules.h2(),
         "H3": {fam: rules.h3(fam) for fam in rules.reg.actuators if fam in rules.points},
         "H4": rules.h4(),
         "H5": rules.h5(),
+        "exploratory": {"H3": {fam: rules.h3(fam) for fam in sorted(extra)}},
     }
 
 
@@ -276,4 +281,10 @@ def decisions_markdown(decisions: dict[str, Any]) -> str:
     lines += [f"- **H3, {fam}**: {d['text']}" for fam, d in decisions["H3"].items()]
     lines.append(f"- **H4**: {decisions['H4']['text']}")
     lines.append(f"- **H5**: {decisions['H5']['text']}")
+    if extra := decisions.get("exploratory", {}).get("H3"):
+        lines += ["", "## Exploratory: the same rules on families added after the registration", "",
+                  "Not pre-registered, so no verdict above depends on them: H3's rule (every target held, pass@k up "
+                  "and pass@1 down from target to target) applied to the target-holding families the grid's "
+                  "`frontier:` section gives no role.", ""]
+        lines += [f"- **H3, {fam}**: {d['text']}" for fam, d in extra.items()]
     return "\n".join(lines) + "\n"
