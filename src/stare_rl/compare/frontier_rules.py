@@ -143,6 +143,9 @@ class _Rules:
     def _pct(self, name: str, key: str) -> str:
         return f"{100 * _mean(self.methods[name], key):.1f}"
 
+    def _reached(self, name: str) -> str:
+        return f"reached {target_ratio(self.methods[name]):.2f} of it"
+
     def h1(self, spec: str) -> dict[str, Any]:
         names = [self.name(f, spec) for f in self.reg.actuators]
         present = [n for n in names if n is not None]
@@ -151,17 +154,16 @@ class _Rules:
             return {"verdict": None, "text": f"undecided: no {self.reg.candidate} point at {spec}"}
         done = [n for n in present if self.complete(n)]
         held = [n for n in done if at_target(self.methods[n])]
-        missed = [f"{n} (reached {target_ratio(self.methods[n]):.2f} of it)" for n in done if n not in held]
+        missed = [f"{n} ({self._reached(n)})" for n in done if n not in held]
         if missing := self.missing(present):
             return {"verdict": None, "text": f"undecided: {', '.join(missing)} not finished with {self.n_seeds} seeds"
                     + (f"; so far at the target: {', '.join(held) or 'none'}" if done else "")
                     + (f"; missed it: {', '.join(missed)}" if missed else "")}
         miss_txt = f"; missed the target: {', '.join(missed)}" if missed else ""
         if cand not in held:
-            others = [f"{n} (reached {target_ratio(self.methods[n]):.2f} of it)"
-                      for n in done if n not in held and n != cand]
+            others = [f"{n} ({self._reached(n)})" for n in done if n not in held and n != cand]
             return {"verdict": False, "held": held,
-                    "text": f"does not hold: {cand} misses the target (reached {target_ratio(self.methods[cand]):.2f} of it)"
+                    "text": f"does not hold: {cand} misses the target ({self._reached(cand)})"
                     + (f"; the others missed it too: {', '.join(others)}" if others else "")}
         rivals = [n for n in held if n != cand]
         if not rivals:
