@@ -1,7 +1,7 @@
 """Parity with the reference implementations: one case per JSON vector in ``$PARITY_VECTORS``.
 
-The vectors (``../shared/parity`` by default, resolved against the repository root) were produced by running
-the STARE / STEER papers' public code; see the README there. Tolerance: ``|got - ref| <= 1e-5 + 1e-4 |ref|``;
+The vectors (``tests/parity_vectors`` by default; a relative ``$PARITY_VECTORS`` is resolved against the repository
+root) were produced by running the STARE / STEER papers' public code; see the README there. Tolerance: ``|got - ref| <= 1e-5 + 1e-4 |ref|``;
 masks, k and counts must match exactly.
 """
 
@@ -24,7 +24,7 @@ ATOL, RTOL = 1e-5, 1e-4
 
 
 def vectors_dir() -> Path:
-    path = Path(os.environ.get("PARITY_VECTORS", "../shared/parity"))
+    path = Path(os.environ.get("PARITY_VECTORS", "tests/parity_vectors"))
     return path if path.is_absolute() else (REPO_ROOT / path).resolve()
 
 

@@ -24,7 +24,7 @@ from stare_rl.core.types import LossContext, TokenBatch  # noqa: E402
 from stare_rl.engines.verl import adapter as V  # noqa: E402
 from stare_rl.methods.stare.gate import GATE, StareGate, StareWeightSchedule  # noqa: E402
 
-PARITY = Path(os.environ.get("PARITY_VECTORS", Path(__file__).resolve().parents[4] / "shared" / "parity"))
+PARITY = Path(os.environ.get("PARITY_VECTORS", Path(__file__).resolve().parents[2] / "parity_vectors"))
 VERL_BUILTINS = {"vanilla", "clip_cov", "kl_cov"}
 
 
