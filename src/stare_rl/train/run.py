@@ -177,7 +177,7 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
     watch = TrainingWatch(patience=ta.warn_after_steps,
                           reward_note=next((n for n in prep.notes if n.startswith("reward:")), ""))
-    if _is_tool_task(prep.task, ta):  # TRL's own multi-turn tool loop plays the episodes (engines/trl_tools.py)
+    if _is_tool_task(prep.task, ta):  # TRL's own multi-turn tool loop plays the episodes (engines/trl/tools.py)
         from stare_rl.engines.trl.tools import make_tool_reward_func
 
         reward_func, extra = make_tool_reward_func(prep.reward_fn, ta.reward_timeout_s), {"tools": list(prep.task.tools)}
