@@ -1,0 +1,502 @@
+"""The numbers in README.md and docs/ that come from committed result artifacts, rendered from those artifacts.
+
+Each block sits in its page between ``<!-- numbers:NAME:start -->`` and ``<!-- numbers:NAME:end -->`` and is
+rendered here from the JSON (and gzipped metrics) under docs/results; nothing is typed in by hand.
+``tests/test_doc_numbers.py`` renders every block again and fails when a page differs (a number edited by hand,
+or an artifact that changed without the page).
+
+    python scripts/doc_numbers.py            # check: exit 1 and a diff for each block that differs
+    python scripts/doc_numbers.py --write    # rewrite the blocks in place
+
+Conventions: a ± is the sample standard deviation over the n seeds (n is stated), never over repeats of a seed;
+a difference is taken between unrounded means and rounded once, at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import gzip
+import json
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+FRONTIER_BAND = 0.2  # "missed": the final batch entropy is not within ±20 % of the target (the table's rule)
+
+
+def _load(rel: str) -> dict:
+    return json.loads((RESULTS / rel).read_text())
+
+
+def _ms(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
+    """``mean ± sample std`` of ``values`` (scaled), rounded to ``digits``."""
+    m, s = statistics.mean(values) * scale, statistics.stdev(values) * scale
+    return f"{m:.{digits}f} ± {s:.{digits}f}"
+
+
+def _signed(x: float, digits: int = 1) -> str:
+    s = f"{x:+.{digits}f}"
+    return s.replace("-", "−")
+
+
+# ---------------------------------------------------------------------------------------------------- frontier
+def frontier() -> dict:
+    return _load("frontier_cot/frontier.json")
+
+
+def _seed_values(method: dict, key: str) -> list[float]:
+    return [method["seeds"][s][key] for s in sorted(method["seeds"], key=int)]
+
+
+def _reached(method: dict) -> float:
+    return statistics.mean(_seed_values(method, "final_batch_entropy")) / statistics.mean(
+        _seed_values(method, "target"))
+
+
+def _missed(method: dict) -> bool:
+    if method["seeds"][next(iter(method["seeds"]))]["target"] is None:
+        return False
+    return abs(_reached(method) - 1) > FRONTIER_BAND
+
+
+def _cell(method: dict) -> str:
+    text = (f"{_ms(_seed_values(method, 'pass@1'), 100)} / {_ms(_seed_values(method, 'pass@k'), 100)}")
+    return text + (f" (missed: {_reached(method):.2f})" if _missed(method) else "")
+
+
+def _bonus_at_cap(method_name: str, cap: float = 0.01) -> list[int]:
+    """Steps (of each seed's run) at which the adaptive bonus's coefficient sat at its cap."""
+    out = []
+    for seed_dir in sorted((RESULTS / "frontier_cot" / "runs" / method_name).glob("seed*")):
+        with gzip.open(seed_dir / "metrics.jsonl.gz", "rt") as f:
+            coefs = [r["control/entropy_coef"] for r in map(json.loads, f) if r.get("control/entropy_coef") is not None]
+        out.append(sum(c >= cap - 1e-12 for c in coefs))
+    return out
+
+
+def render_frontier_table() -> str:
+    d = frontier()["methods"]
+    rows = [("**STARE C2, `weight_control: auto`**", "stare_auto"), ("adaptive entropy bonus", "entropy_bonus"),
+            ("EntroPIC", "entropic"), ("Entrocraft", "entrocraft"),
+            ("`stare_sensitivity` `auto` (added after the registration)", "stare_sens_auto")]
+    out = ["| method (held-out pass@1 / pass@32 %, mean ± sample std over 3 seeds) | 0.3x | 0.5x | 0.7x |",
+           "|---|---|---|---|"]
+    for label, fam in rows:
+        out.append(f"| {label} | " + " | ".join(_cell(d[f"{fam}_t{t}"]) for t in ("03", "05", "07")) + " |")
+    free = " · ".join(f"{label} {_cell(d[m])}" for label, m in (("GRPO", "grpo"), ("DAPO", "dapo"), ("STEER", "steer"),
+                                                               ("80/20", "high_entropy")))
+    out.append(f"| no target: {free} | | | |")
+    n = {len(m["seeds"]) for m in d.values()}
+    assert n == {3}, f"seeds per frontier cell: {n}"
+    return "\n".join(out)
+
+
+def render_headline() -> str:
+    d = frontier()["methods"]
+    st, grpo, bonus = d["stare_auto_t03"], d["grpo"], d["entropy_bonus_t03"]
+    p1 = {k: _seed_values(v, "pass@1") for k, v in (("st", st), ("grpo", grpo), ("bonus", bonus))}
+    pk = {k: _seed_values(v, "pass@k") for k, v in (("st", st), ("grpo", grpo), ("bonus", bonus))}
+    n = len(p1["st"])
+    dp1 = 100 * (statistics.mean(p1["st"]) - statistics.mean(p1["grpo"]))
+    dpk = 100 * (statistics.mean(pk["st"]) - statistics.mean(pk["grpo"]))
+    paired = [100 * (a - b) for a, b in zip(pk["st"], pk["grpo"], strict=True)]
+    dbonus = 100 * (statistics.mean(pk["st"]) - statistics.mean(pk["bonus"]))
+    held05 = [m for m in ("stare_auto_t05", "entropy_bonus_t05", "entropic_t05", "entrocraft_t05") if not _missed(d[m])]
+    cap05, cap07 = _bonus_at_cap("entropy_bonus_t05"), _bonus_at_cap("entropy_bonus_t07")
+    names = {"stare_auto_t05": "STARE", "entropy_bonus_t05": "the bonus", "entropic_t05": "EntroPIC",
+             "entrocraft_t05": "Entrocraft"}
+    return (
+        f"On `countdown_cot` (a 0.27M-parameter model, 1 000 GRPO steps, 256 held-out prompts x 32 samples), STARE\n"
+        f"C2 with `weight_control: auto` held at 0.3x of its starting entropy reached held-out pass@1\n"
+        f"**{_ms(p1['st'], 100)} %** and pass@32 **{_ms(pk['st'], 100)} %**, against GRPO's {_ms(p1['grpo'], 100)} % "
+        f"and {_ms(pk['grpo'], 100)} %\n(mean ± sample std over n = {n} seeds): pass@1 {_signed(dp1)}, pass@32 "
+        f"{_signed(dpk)} (paired by seed: {_signed(min(paired))} to {_signed(max(paired))}).\n"
+        f"The adaptive entropy bonus also held 0.3x, at the same pass@1 ({_ms(p1['bonus'], 100)} %) and "
+        f"{dbonus:.2f} points less pass@32.\n"
+        f"At 0.5x only {' and '.join(names[m] for m in held05)} held the target. The bonus's coefficient sat at "
+        f"this project's cap\n`bonus_coef_max` = 0.01 (not TRL's 1.0) on {min(cap05)}-{max(cap05)} of the 1 000 "
+        f"steps of every seed at 0.5x ({min(cap07)}-{max(cap07)} at 0.7x):\n"
+        f"there the comparison shows where that bound binds, not what the bonus could do; a re-run with a wider bound "
+        f"has not\nbeen done."
+    )
+
+
+# ------------------------------------------------------------------------------------------ warm-start robustness
+def _robustness_runs(folder: str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((RESULTS / folder / "runs").glob("*.json"))] if (
+        RESULTS / folder / "runs").is_dir() else [json.loads(p.read_text()) for p in sorted((RESULTS / folder).glob(
+            "*-seed*.json"))]
+
+
+def per_seed(runs: list[dict], get: Callable[[dict], float]) -> dict[int, float]:
+    """One value per seed; the kernel settings of a seed must agree to 1e-6 (they are repeats, not samples)."""
+    out: dict[int, list[float]] = {}
+    for r in runs:
+        out.setdefault(r["seed"], []).append(get(r))
+    for seed, vals in out.items():
+        assert max(vals) - min(vals) < 1e-6, f"seed {seed}: the kernel settings disagree: {vals}"
+    return {s: v[0] for s, v in sorted(out.items())}
+
+
+def render_robustness() -> str:
+    runs = _robustness_runs("warmstart_robustness")
+    settings = sorted({r["setting"] for r in runs})
+    start = per_seed(runs, lambda r: r["start"]["avg@8"])
+    final = per_seed(runs, lambda r: r["final"]["avg@8"])
+    gate = [r["gate_on_frac"] for r in runs]
+    wall1 = [r["wall_s"] / 60 for r in runs if r["setting"] != "threads2"]
+    wall2 = [r["wall_s"] / 60 for r in runs if r["setting"] == "threads2"]
+    cpu1 = [r["cpu_s"] for r in runs if r["setting"] != "threads2"]
+    g_start = per_seed(runs, lambda r: r["start"]["greedy_acc"])
+    g_final = per_seed(runs, lambda r: r["final"]["greedy_acc"])
+    p8 = per_seed(runs, lambda r: r["final"]["pass@8"])
+    ent = per_seed(runs, lambda r: r["final"]["entropy"])
+    seeds = list(final)
+    old = _robustness_runs("warmstart_robustness/sft1600")
+    o_start, o_final = per_seed(old, lambda r: r["start"]["avg@8"]), per_seed(old, lambda r: r["final"]["avg@8"])
+    return (
+        f"Measured cold, from an empty cache each time, on a 2-core AMD EPYC (AVX2, no AVX-512), seeds "
+        f"{seeds[0]}-{seeds[-1]}\n(`--seed S --warmstart_seed S`), each under {len(settings)} kernel settings "
+        f"(default; `ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2`;\n2 torch threads). On this CPU the kernel settings "
+        f"changed the floats only in the 8th-9th digit and no sampled token,\nso each seed gave the same metrics "
+        f"under all {len(settings)}: they are repeats, and the spread is the seeds'. Held-out avg@8 went from\n"
+        f"**{_ms(list(start.values()), 1, 3)}** (warm start) to **{_ms(list(final.values()), 1, 3)}** after 800 steps "
+        f"(mean ± sample std over n = {len(seeds)} seeds;\nseeds {'/'.join(map(str, seeds))}: "
+        f"{', '.join(f'{v:.3f}' for v in final.values())}; greedy {min(g_start.values()):.3f}-{max(g_start.values()):.3f} "
+        f"→ {min(g_final.values()):.3f}-{max(g_final.values()):.3f}, pass@8 "
+        f"{min(p8.values()):.3f}, final entropy {min(ent.values()):.3f}-{max(ent.values()):.3f};\nthe gate on in "
+        f"{100 * min(gate):.0f}-{100 * max(gate):.0f} % of steps; 256 test prompts, k = 8). The warm starts are within "
+        f"{max(start.values()) - min(start.values()):.3f} of each other on the\ntest split. A run took "
+        f"**{min(wall1):.1f}-{max(wall1):.1f} min** with one thread (two runs side by side on the 2 cores, "
+        f"{min(cpu1):.0f}-{max(cpu1):.0f} CPU-seconds)\nand {min(wall2):.1f}-{max(wall2):.1f} min with "
+        f"`--torch_threads 2`. The earlier default with 1600 SFT steps (`sft1600/`, n = {len(o_start)} seeds,\n"
+        f"each under {len({r['setting'] for r in old})} kernel settings): {_ms(list(o_start.values()), 1, 3)} → "
+        f"{_ms(list(o_final.values()), 1, 3)}, with seed 2's warm start "
+        f"{o_start[1] - o_start[2]:.3f} below seed 1's.\nTable and method: "
+        f"[results/warmstart_robustness](results/warmstart_robustness/README.md)."
+    )
+
+
+# ------------------------------------------------------------------------------------------------ the two grids
+def _grid_row(m: dict, cols: list[tuple[str, float, int]]) -> list[str]:
+    out = []
+    for key, scale, digits in cols:
+        v = m["metrics"].get(key)
+        out.append("–" if v is None else f"{v['mean'] * scale:.{digits}f} ± {v['std'] * scale:.{digits}f}")
+    return out
+
+
+COUNTDOWN_LABELS = {
+    "warm_start": "warm start, no RL", "grpo": "GRPO (clip 0.2/0.2)", "dapo": "DAPO (clip-higher + dynamic sampling)",
+    "stare_o1": "STARE O1, paper defaults", "stare_c2": "STARE C2, paper defaults", "steer": "STEER (exp, λ_min 0.8)",
+    "stare_c2_w3": "STARE C2, W 3 / M 0.2 (tiny-scale setting, ours)", "stare_adaptive": "STARE, adaptive W/M schedule",
+    "stare_sens": "**extension**: sensitivity-selected STARE, paper weights", "stare_sens_w3": "**extension**, W 3 / M 0.2",
+    "clip_cov": "Clip-Cov", "kl_cov": "KL-Cov", "entropy_fixed": "entropy bonus, fixed",
+    "entropy_adaptive": "entropy bonus, adaptive", "high_entropy": "80/20 high-entropy mask",
+}
+
+
+def render_countdown_table() -> str:
+    d = _load("compare/results.json")
+    by = {m["method"]: m for m in d["methods"]}
+    start = by["grpo"]["metrics"]["entropy_start"]["mean"]
+    out = [f"| method | seeds | final entropy (start {start:.2f}) | steps in ±{100 * d['band']:.0f} % band % "
+           "| held-out pass@1 (avg@8) % | held-out pass@8 % |", "|---|---:|---:|---:|---:|---:|"]
+    cols = [("entropy_final", 1, 3), ("in_band_frac", 100, 1), ("avg@k", 100, 1), ("pass@k", 100, 1)]
+    for name, label in COUNTDOWN_LABELS.items():
+        out.append(f"| {label} | {by[name]['seeds']} | " + " | ".join(_grid_row(by[name], cols)) + " |")
+    assert set(COUNTDOWN_LABELS) == set(by), set(by) ^ set(COUNTDOWN_LABELS)
+    return "\n".join(out)
+
+
+COT_LABELS = {
+    "warm_start": "warm start, no RL", "grpo": "GRPO", "dapo": "DAPO (clip-higher + refill)",
+    "stare_o1": "STARE O1, paper defaults", "stare_c2": "STARE C2, paper defaults",
+    "stare_auto": "STARE C2, `weight_control: auto`", "steer": "STEER", "clip_cov": "Clip-Cov (`num_iterations: 2`)",
+    "kl_cov": "KL-Cov (`num_iterations: 2`)", "vanilla_it2": "their control: vanilla, `num_iterations: 2`",
+    "high_entropy": "80/20 high-entropy mask", "entropy_adaptive": "adaptive entropy bonus", "entropic": "EntroPIC",
+}
+
+
+def render_cot_table() -> str:
+    d = _load("compare_cot/results.json")
+    by = {m["method"]: m for m in d["methods"]}
+    out = ["| method | seeds | held-out entropy | held-out pass@1 % | held-out pass@32 % |", "|---|---:|---:|---:|---:|"]
+    cols = [("eval_entropy", 1, 3), ("avg@k", 100, 1), ("pass@k", 100, 1)]
+    for name, label in COT_LABELS.items():
+        out.append(f"| {label} | {by[name]['seeds']} | " + " | ".join(_grid_row(by[name], cols)) + " |")
+    assert set(COT_LABELS) == set(by), set(by) ^ set(COT_LABELS)
+    return "\n".join(out)
+
+
+def _grid(rel: str) -> dict[str, dict]:
+    return {m["method"]: m["metrics"] for m in _load(rel)["methods"]}
+
+
+def _gain(by: dict[str, dict], method: str, key: str, base: str = "grpo") -> float:
+    """``method`` minus ``base`` in points, from the unrounded means."""
+    return 100 * (by[method][key]["mean"] - by[base][key]["mean"])
+
+
+def render_countdown_reading() -> str:
+    by = _grid("compare/results.json")
+    g, w = by["grpo"], by["warm_start"]
+    strong = ("stare_c2_w3", "stare_sens_w3")
+    band = [100 * by[m]["in_band_frac"]["mean"] for m in strong]
+    dk = [_gain(by, m, "pass@k") for m in strong]
+    d1 = [_gain(by, m, "avg@k") for m in strong]
+    paper = ("stare_o1", "stare_c2", "steer", "stare_sens")
+    pos_high = [100 * by[m]["quadrant/pos_high_frac"]["mean"] for m in ("grpo", *paper)]
+    kl_same = all(by["kl_cov"][k]["values"] == g[k]["values"] for k in ("avg@k", "pass@k", "entropy_final"))
+    return (
+        f"- **The collapse is real at this scale**: GRPO raises pass@1 ({100 * w['avg@k']['mean']:.1f} → "
+        f"{100 * g['avg@k']['mean']:.1f}) while pass@8 falls from\n  {100 * w['pass@k']['mean']:.1f} to "
+        f"{100 * g['pass@k']['mean']:.1f}: exploration is traded away. GRPO's final entropy is "
+        f"{100 * g['entropy_ratio']['mean']:.0f} % of its start (the issue's < 30 %\n  target was not reached in 200 "
+        f"steps).\n"
+        f"- **At the papers' weights (W 1.1, M 0.9) STARE, STEER and our extension are within the seed spread of GRPO**"
+        f"\n  on this model (pass@1 {', '.join(_signed(_gain(by, m, 'avg@k')) for m in paper)}, pass@8 "
+        f"{', '.join(_signed(_gain(by, m, 'pass@k')) for m in paper)} for STARE O1, C2,\n  STEER and the extension): "
+        f"the quadrant diagnostics show why: only {min(pos_high):.2f}-{max(pos_high):.2f} % of tokens are "
+        f"entropy-raising with A > 0,\n  so L+ is mostly sharpening tokens.\n"
+        f"- **With stronger weights (W 3 / M 0.2) STARE holds the ±25 % band** ({min(band):.1f}-{max(band):.1f} % of "
+        f"steps) and keeps pass@8\n  {_signed(min(dk))} to {_signed(max(dk))} points over GRPO, but pays "
+        f"{_signed(max(d1))} to {_signed(min(d1))} points of pass@1; the adaptive W/M schedule is the best\n  balance "
+        f"here (pass@8 {_signed(_gain(by, 'stare_adaptive', 'pass@k'))}, pass@1 "
+        f"{_signed(_gain(by, 'stare_adaptive', 'avg@k'))}). No STARE setting beat GRPO on pass@1.\n"
+        f"- Every cell does one update per batch (ratio ≡ 1), so clip settings and KL-Cov's penalty have no effect\n"
+        f"  here: KL-Cov reproduced GRPO {'exactly, value for value' if kl_same else 'NOT exactly'}. "
+        f"Comparing them needs `num_iterations ≥ 2`: see the next grid."
+    )
+
+
+def render_cot_reading() -> str:
+    by = _grid("compare_cot/results.json")
+    g, w = by["grpo"], by["warm_start"]
+    published = [m for m in by if m not in ("warm_start", "stare_auto")]
+    ratios = [100 * by[m]["entropy_ratio"]["mean"] for m in published]
+    ctl = "vanilla_it2"
+    cov = {m: (_gain(by, m, "avg@k", ctl), _gain(by, m, "pass@k", ctl)) for m in ("clip_cov", "kl_cov")}
+    return (
+        f"GRPO reproduces the collapse's shape here: its entropy falls to {100 * g['entropy_ratio']['mean']:.0f} % of "
+        f"its start, pass@32 falls\n{100 * (w['pass@k']['mean'] - g['pass@k']['mean']):.1f} points while pass@1 rises "
+        f"{100 * (g['avg@k']['mean'] - w['avg@k']['mean']):.1f} and flattens "
+        f"([calibration](results/countdown_cot/calibration.md)). No method at\nits published settings escapes it: "
+        f"every cell but one ends at {min(ratios):.0f}-{max(ratios):.0f} % of the starting entropy (DAPO: pass@1 "
+        f"{_signed(_gain(by, 'dapo', 'avg@k'))},\nseeing ~2x the samples; STARE O1 at the papers' weights: "
+        f"{_signed(_gain(by, 'stare_o1', 'avg@k'))} / {_signed(_gain(by, 'stare_o1', 'pass@k'))}; the issue's "
+        f"+3 / +5 targets are not met). The self-calibrating\ncontroller, aiming at the papers' absolute target 0.3 "
+        f"(twice this policy's entropy), prevents the collapse and keeps\npass@32 near the warm start's level "
+        f"({_signed(_gain(by, 'stare_auto', 'pass@k'))} over GRPO) at a cost of "
+        f"{-_gain(by, 'stare_auto', 'avg@k'):.1f} points of pass@1. Against their control\n(the same off-policy "
+        f"updates without the covariance term), Clip-Cov is at pass@1 {_signed(cov['clip_cov'][0], 2)} / pass@32 "
+        f"{_signed(cov['clip_cov'][1], 2)}\nand KL-Cov at {_signed(cov['kl_cov'][0], 2)} / "
+        f"{_signed(cov['kl_cov'][1], 2)}, inside the seed spread."
+    )
+
+
+def render_frontier_reading() -> str:
+    d = frontier()["methods"]
+
+    def m(name: str, key: str) -> float:
+        return 100 * statistics.mean(_seed_values(d[name], key))
+
+    def gain(name: str, key: str) -> float:
+        return m(name, key) - m("grpo", key)
+
+    ent = {k: statistics.mean(_seed_values(d[k], "final_entropy")) for k in ("steer", "high_entropy", "grpo", "dapo")}
+    spans = {fam: [m(f"{fam}_t{t}", "pass@k") for t in ("03", "05", "07")]
+             for fam in ("entropy_bonus", "entropic", "entrocraft")}
+    span = max(max(v) - min(v) for v in spans.values())
+    sens_band = statistics.mean(_seed_values(d["stare_sens_auto_t07"], "band_fraction"))
+    return (
+        f"Where more than one mechanism holds the target (0.3x, near GRPO's own collapse) STARE costs the same\n"
+        f"pass@1 as the adaptive bonus and buys {m('stare_auto_t03', 'pass@k') - m('entropy_bonus_t03', 'pass@k'):.2f} "
+        f"points more pass@32; Entrocraft costs more pass@1 and EntroPIC misses. Asking the\nrivals for more entropy "
+        f"moves their pass@32 by at most {span:.1f} points across the three targets; STARE's cost in pass@1\ngrows with "
+        f"the target ({_signed(gain('stare_auto_t05', 'pass@1'))} at 0.5x) while pass@32 rises "
+        f"({_signed(gain('stare_auto_t05', 'pass@k'))}). **No pre-registered actuator reaches 0.7x**:\nC2 stops at "
+        f"{_reached(d['stare_auto_t07']):.2f} of it with W at its bound 50. The right-signed selection "
+        f"`stare_sensitivity` (this project's\nextension, its L+/L− chosen by the predicted entropy change; "
+        f"exploratory) holds all three targets, 0.7x with\n{100 * sens_band:.1f} % of the steps in the ±10 % band, "
+        f"and is the grid's one monotone frontier: at 0.7x, {-gain('stare_sens_auto_t07', 'pass@1'):.1f} points of\n"
+        f"pass@1 for {gain('stare_sens_auto_t07', 'pass@k'):.1f} of pass@32 against GRPO. STEER and 80/20 collapse "
+        f"like GRPO (held-out H {ent['steer']:.3f} and\n{ent['high_entropy']:.3f} vs {ent['grpo']:.3f}), as "
+        f"pre-registered; DAPO has the most pass@1 ({_signed(gain('dapo', 'pass@1'))}) and the least entropy "
+        f"({ent['dapo']:.3f})."
+    )
+
+
+# ------------------------------------------------------------------------------------ weight_control: auto
+def _metrics(rel: str) -> list[dict]:
+    with gzip.open(RESULTS / rel, "rt") as f:
+        return [json.loads(line) for line in f]
+
+
+def _series(rows: list[dict], *keys: str) -> list[tuple[int, float]]:
+    key = next(k for k in keys if any(k in r for r in rows))
+    return [(r["step"], r[key]) for r in rows if r.get(key) is not None]
+
+
+def _rng(values: list[float], scale: float = 100, digits: int = 1) -> str:
+    lo, hi = min(values) * scale, max(values) * scale
+    return f"{lo:.{digits}f}" if f"{lo:.{digits}f}" == f"{hi:.{digits}f}" else f"{lo:.{digits}f}-{hi:.{digits}f}"
+
+
+def render_controller() -> str:
+    w = _load("weight_control/summary.json")
+    a = _load("controller_authority/summary.json")
+    cd = _grid("compare/results.json")["grpo"]
+    gv, gk = cd["avg@k"]["values"], cd["pass@k"]["values"]  # the countdown grid's GRPO, per seed
+
+    def mean(keys: list[str], field: str) -> float:
+        return statistics.mean(w[k][field] for k in keys)
+
+    def ms(keys: list[str], field: str, src: dict = w, digits: int = 1) -> str:
+        return _ms([src[k][field] for k in keys], 100, digits)
+
+    band25 = [w[k]["in_band_25_after_first"] for k in ("auto_arith_s0", "auto_c2_arith_s0", "auto_countdown_s0",
+                                                          "auto_countdown_s1", "auto_c2_countdown_s0")]
+    o1c = ["auto_countdown_s0", "auto_countdown_s1"]
+    cot_a, cot_g = [f"auto_c2_cot_s{s}" for s in range(3)], [f"grpo_cot_s{s}" for s in range(3)]
+    cot_first = [next(st for st, x in _series(_metrics(f"weight_control/{k}.metrics.jsonl.gz"), "stare/reweight_w",
+                                              "control/reweight_w") if x >= 50 - 1e-9) for k in cot_a]
+    w4a, w4g = ["wide4x_auto_arith_s0", "wide4x_auto_arith_s1"], ["wide4x_grpo_arith_s0", "wide4x_grpo_arith_s1"]
+    peaks = [max(x for _, x in _series(_metrics(f"weight_control/{k}.metrics.jsonl.gz"), "stare/batch_entropy",
+                                       "control/batch_entropy")) for k in w4a]
+    d4 = [100 * (w[x]["avg@k"] - w[y]["avg@k"]) for x, y in zip(w4a, w4g, strict=True)]
+    arith = [100 * (w[k]["avg@k"] - w["grpo_arith_s0"]["avg@k"]) for k in ("auto_arith_s0", "auto_c2_arith_s0")]
+    cdn = [100 * (w[k]["avg@k"] - gv[s]) for k, s in (("auto_countdown_s0", 0), ("auto_countdown_s1", 1),
+                                                       ("auto_c2_countdown_s0", 0))]
+    cdk = [100 * (w[k]["pass@k"] - gk[s]) for k, s in (("auto_countdown_s0", 0), ("auto_countdown_s1", 1),
+                                                        ("auto_c2_countdown_s0", 0))]
+    d2 = 100 * (w["auto_wide2x_arith_s0"]["avg@k"] - w["grpo_wide2x_arith_s0"]["avg@k"])
+    t07, w07, g07 = a["countdown_auto_t07"], a["countdown_wide2x_auto_t07"], a["countdown_grpo"]
+    c05 = a["countdown_cot_auto_t05_s0"]
+    s05 = [f"countdown_cot_sens_t05_s{s}" for s in range(3)]
+    s07 = [f"countdown_cot_sens_t07_s{s}" for s in range(3)]
+    cs = ["countdown_sens_t07", "countdown_sens_t07_s1", "countdown_sens_t07_s2"]
+    ws = ["countdown_wide2x_sens_t07", "countdown_wide2x_sens_t07_s1", "countdown_wide2x_sens_t07_s2"]
+
+    def ceil(keys: list[str]) -> float:
+        return 100 * statistics.mean(a[k]["noise_ceiling"] for k in keys)
+
+    return (
+        f"Measured with its defaults on the tiny model (artifacts: [results/weight_control](results/weight_control/README.md)"
+        f" and\n[results/controller_authority](results/controller_authority/README.md); \"n seeds\" is stated for each; "
+        f"a ± is the sample std over those seeds):\n"
+        f"- **The ±25 % band is held, the issue's ±10 % on 90 % of steps is not.** The ±25 % band holds on\n"
+        f"  {_rng(band25)} % of steps after the first crossing, on arithmetic (1 seed) and countdown (O1 2 seeds, C2 1).\n"
+        f"- **Countdown:** within ±10 % on {ms(o1c, 'in_band_after_first')} % of steps (O1, n = 2 seeds); the batch "
+        f"entropy's own noise allows\n  only 73-79 % (computed in [compare.md](compare.md#weight_control-auto-issue-10-measured); "
+        f"not kept as an artifact).\n"
+        f"- **Arithmetic:** {100 * w['auto_arith_s0']['in_band_after_first']:.1f} % (O1) and "
+        f"{100 * w['auto_c2_arith_s0']['in_band_after_first']:.1f} % (C2), 1 seed; W sits at its bound 50 on "
+        f"{w['auto_arith_s0']['steps_at_w_bound']} and {w['auto_c2_arith_s0']['steps_at_w_bound']}\n  of "
+        f"{w['auto_arith_s0']['steps']} steps.\n"
+        f"- **2x wider model:** {100 * w['auto_wide2x_arith_s0']['in_band_after_first']:.1f} % within ±10 %, GRPO "
+        f"{100 * w['grpo_wide2x_arith_s0']['in_band_after_first']:.1f} % (1 seed): no visible effect of W.\n"
+        f"- **`countdown_cot`** (n = 3 seeds, the grid's absolute target 0.3, twice the warm start's entropy): W "
+        f"reaches its bound 50 at\n  step {_rng(cot_first, 1, 0)} and the entropy never reaches the band; it is held "
+        f"at {_rng([w[k]['entropy_final'] / w[k]['entropy_start'] for k in cot_a], 100, 0)} % of its start while GRPO's "
+        f"falls to {_rng([w[k]['entropy_final'] / w[k]['entropy_start'] for k in cot_g], 100, 0)} %.\n"
+        f"  pass@32 {ms(cot_a, 'pass@k')} vs {ms(cot_g, 'pass@k')} % ({_signed(100 * (mean(cot_a, 'pass@k') - mean(cot_g, 'pass@k')))}"
+        f"), pass@1 {ms(cot_a, 'avg@k')} vs {ms(cot_g, 'avg@k')} % "
+        f"({_signed(100 * (mean(cot_a, 'avg@k') - mean(cot_g, 'avg@k')))}).\n"
+        f"- **4x wider model** (hidden 512, 16.8 M parameters; its warm start needs `--warmstart_learning_rate 5e-4`; "
+        f"n = 2 seeds):\n  {ms(w4a, 'in_band_after_first')} % of steps within ±10 % ({ms(w4a, 'in_band_25_after_first')} % "
+        f"within ±25 %) against GRPO's {ms(w4g, 'in_band_after_first')} %; the entropy ends at\n  "
+        f"{_rng([w[k]['entropy_final'] for k in w4a], 1, 2)} where GRPO's falls to "
+        f"{_rng([w[k]['entropy_final'] for k in w4g], 1, 2)}, after one overshoot each (peaks "
+        f"{' and '.join(f'{x:.2f}' for x in peaks)}) once W had sat at\n  50 for a while "
+        f"({' and '.join(str(w[k]['steps_at_w_bound']) for k in w4a)} steps at the bound in all). avg@8 "
+        f"{_signed(statistics.mean(d4))} points against GRPO ({', '.join(_signed(x) for x in d4)}), pass@8 "
+        f"{_signed(100 * (mean(w4a, 'pass@k') - mean(w4g, 'pass@k')))}.\n"
+        f"- **Accuracy:** pass@1 is {min(-x for x in arith + cdn):.1f}-{max(-x for x in arith + cdn):.1f} points below "
+        f"GRPO on the tiny model (pass@8 on countdown {_signed(min(cdk))} to {_signed(max(cdk))}),\n  {_signed(d2)} on "
+        f"the 2x wider model (1 seed) and {_signed(statistics.mean(d4))} on the 4x wider one (2 seeds).\n"
+        f"- **Relative targets below the start** (`--target_entropy 0.7x`, issue #28, seed 0, "
+        f"[compare.md](compare.md#weight_control-auto-at-relative-targets-below-the-start-issue-28-item-2-measured)):\n"
+        f"  on countdown and a 2x wider model the controller is at the noise ceiling ({100 * t07['band_fraction']:.1f} % "
+        f"and {100 * w07['band_fraction']:.1f} % of steps within\n  ±10 %, where the batch entropy's own scatter allows "
+        f"{100 * t07['noise_ceiling']:.1f} % and {100 * w07['noise_ceiling']:.1f} %; its 21-step mean is in the band on "
+        f"{100 * t07['band_fraction_smoothed']:.0f} % and\n  {100 * w07['band_fraction_smoothed']:.0f} % of steps, "
+        f"GRPO's on {100 * g07['band_fraction_smoothed']:.0f} %); pass@1 {_signed(100 * (t07['pass@1'] - g07['pass@1']))}, "
+        f"pass@8 {_signed(100 * (t07['pass@k'] - g07['pass@k']))} against GRPO on countdown. On\n  `countdown_cot` at "
+        f"0.5x, W sits at its bound 50 on {c05['steps_at_w_bound']} of {c05['steps']} steps and the entropy sags below "
+        f"the target (its mean over\n  the last 500 steps: {a['countdown_cot_auto_t05_s0_from500']['mean_over_target']:.2f} "
+        f"of it; {100 * c05['band_fraction']:.1f} % of steps in band, {100 * c05['noise_ceiling']:.0f} % possible). Why: "
+        f"at low entropy C2's top-surprisal\n  tokens are mostly ones whose up-weighting *lowers* the entropy (s ≤ H); "
+        f"widening P made it worse\n  ({100 * a['countdown_cot_widenP_from500']['band_fraction']:.1f} % in band over the "
+        f"same 500 steps; reverted). With the right-signed selection, `method: stare_sensitivity`\n  (only s > H tokens in "
+        f"L+/L−), the same controller holds `countdown_cot` at 0.5x on {ms(s05, 'band_fraction', a)} % of steps and\n"
+        f"  at 0.7x on {ms(s07, 'band_fraction', a)} % (n = 3 seeds; W ≤ "
+        f"{max(a[k]['w_max_seen'] for k in s05 + s07):.1f}; {ceil(s05):.0f} % and {ceil(s07):.0f} % possible) and stays "
+        f"near the noise ceiling on the other\n  two ({ms(cs, 'band_fraction', a)} % and {ms(ws, 'band_fraction', a)} %, "
+        f"where {ceil(cs):.0f} % and {ceil(ws):.0f} % are possible; n = 3 seeds). Use it with `weight_control: auto`\n"
+        f"  when the target is below the start entropy."
+    )
+
+
+# --------------------------------------------------------------------------------------------------- the blocks
+BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
+    "headline": ("README.md", render_headline),
+    "frontier-headline": ("docs/evidence.md", render_headline),
+    "frontier-table": ("docs/evidence.md", render_frontier_table),
+    "robustness": ("docs/evidence.md", render_robustness),
+    "countdown-table": ("docs/evidence.md", render_countdown_table),
+    "cot-table": ("docs/evidence.md", render_cot_table),
+    "countdown-reading": ("docs/evidence.md", render_countdown_reading),
+    "cot-reading": ("docs/evidence.md", render_cot_reading),
+    "frontier-reading": ("docs/evidence.md", render_frontier_reading),
+    "controller": ("docs/controller.md", render_controller),
+}
+
+
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- numbers:{name}:start -->", f"<!-- numbers:{name}:end -->"
+
+
+def current(text: str, name: str) -> str | None:
+    start, end = markers(name)
+    if start not in text or end not in text:
+        return None
+    return text.split(start, 1)[1].split(end, 1)[0].strip("\n")
+
+
+def replace(text: str, name: str, body: str) -> str:
+    start, end = markers(name)
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body}\n{end}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help="rewrite the blocks in place")
+    args = parser.parse_args(argv)
+    bad = 0
+    for name, (page, render) in BLOCKS.items():
+        path = ROOT / page
+        text = path.read_text()
+        want, have = render(), current(text, name)
+        if have is None:
+            print(f"{page}: no block {name!r} (markers {markers(name)[0]} ... {markers(name)[1]})")
+            bad += 1
+        elif have != want:
+            if args.write:
+                path.write_text(replace(text, name, want))
+                print(f"{page}: {name} rewritten")
+            else:
+                bad += 1
+                print("\n".join(difflib.unified_diff(have.splitlines(), want.splitlines(), f"{page} ({name})",
+                                                     "rendered", lineterm="")))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""The numbers that README.md and docs/ quote from committed result artifacts match those artifacts (issue 43, item 2).
+
+Every block between ``<!-- numbers:NAME:start -->`` and ``<!-- numbers:NAME:end -->`` is rendered again by
+``scripts/doc_numbers.py`` from the JSON and metrics under docs/results and compared with the page; a number edited
+by hand, or an artifact changed without its page, fails here. ``python scripts/doc_numbers.py --write`` rewrites
+the blocks. Nothing here holds a result: the expected text comes from the artifacts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("doc_numbers", ROOT / "scripts" / "doc_numbers.py")
+assert _spec is not None and _spec.loader is not None
+doc_numbers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(doc_numbers)
+
+
+@pytest.mark.parametrize("name", sorted(doc_numbers.BLOCKS))
+def test_block_matches_its_artifacts(name: str) -> None:
+    page, render = doc_numbers.BLOCKS[name]
+    have = doc_numbers.current((ROOT / page).read_text(), name)
+    assert have is not None, f"{page}: the block {name!r} is missing (its markers were removed?)"
+    assert have == render(), (
+        f"{page}: the block {name!r} differs from its artifacts; run `python scripts/doc_numbers.py` for the diff "
+        "and `--write` to re-render it")
+
+
+def test_every_block_in_the_docs_is_known() -> None:
+    """A ``numbers:`` block that no renderer owns would never be checked."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = {(p.relative_to(ROOT).as_posix(), m) for p in pages
+             for m in re.findall(r"<!-- numbers:([\w-]+):start -->", p.read_text())}
+    assert found == {(page, name) for name, (page, _) in doc_numbers.BLOCKS.items()}
+
+
+def test_the_spread_is_over_seeds_not_repeats() -> None:
+    """The kernel settings of the robustness runs are repeats of a seed: the ± is over the seeds, n = 3."""
+    runs = doc_numbers._robustness_runs("warmstart_robustness")
+    final = doc_numbers.per_seed(runs, lambda r: r["final"]["avg@8"])
+    assert len(runs) > len(final) == 3
+    text = doc_numbers.render_robustness()
+    assert f"{statistics.mean(final.values()):.3f} ± {statistics.stdev(final.values()):.3f}" in text
+    assert "n = 3 seeds" in text
+
+
+def test_a_changed_number_fails() -> None:
+    page, render = doc_numbers.BLOCKS["headline"]
+    good = render()
+    bad = good.replace("±", "+-", 1)
+    text = doc_numbers.replace((ROOT / page).read_text(), "headline", bad)
+    assert doc_numbers.current(text, "headline") != render()
