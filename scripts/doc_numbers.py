@@ -127,9 +127,9 @@ def render_headline() -> str:
 
 # ------------------------------------------------------------------------------------------ warm-start robustness
 def _robustness_runs(folder: str) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted((RESULTS / folder / "runs").glob("*.json"))] if (
-        RESULTS / folder / "runs").is_dir() else [json.loads(p.read_text()) for p in sorted((RESULTS / folder).glob(
-            "*-seed*.json"))]
+    """The run results of a robustness folder: ``runs/*.json``, or ``*-seed*.json`` beside its summary."""
+    paths = sorted((RESULTS / folder / "runs").glob("*.json")) or sorted((RESULTS / folder).glob("*-seed*.json"))
+    return [json.loads(p.read_text()) for p in paths]
 
 
 def per_seed(runs: list[dict], get: Callable[[dict], float]) -> dict[int, float]:
@@ -178,6 +178,30 @@ def render_robustness() -> str:
         f"{_ms(list(o_final.values()), 1, 3)}, with seed 2's warm start "
         f"{o_start[1] - o_start[2]:.3f} below seed 1's.\nTable and method: "
         f"[results/warmstart_robustness](results/warmstart_robustness/README.md)."
+    )
+
+
+def render_robustness_status() -> str:
+    runs = _robustness_runs("warmstart_robustness")
+    final = per_seed(runs, lambda r: r["final"]["avg@8"])
+    start = per_seed(runs, lambda r: r["start"]["avg@8"])
+    ws = per_seed(runs, lambda r: r["warmstart"]["final"]["avg@8"])
+    g0 = per_seed(runs, lambda r: r["start"]["greedy_acc"])
+    g1 = per_seed(runs, lambda r: r["final"]["greedy_acc"])
+    p8 = per_seed(runs, lambda r: r["final"]["pass@8"])
+    std = statistics.stdev(final.values())
+    seeds = ", ".join(map(str, final))
+    spread, ws_spread = max(start.values()) - min(start.values()), max(ws.values()) - min(ws.values())
+    return (
+        f"**Status: all {len(runs)} runs done ({len(final)} seeds x {len(runs) // len(final)} kernel settings).** "
+        f"Final held-out avg@8: **{_ms(list(final.values()), 1, 3)}**\n(mean ± sample std over n = {len(final)} "
+        f"seeds; {', '.join(f'{v:.3f}' for v in final.values())} for seeds {seeds}, the same under every kernel "
+        f"setting; target std <= 0.05:\n{'met' if std <= 0.05 else 'missed'}). Warm starts on the test split "
+        f"{', '.join(f'{v:.3f}' for v in start.values())} (largest difference **{spread:.3f}**; on the held-out "
+        f"train\nprompts {', '.join(f'{v:.3f}' for v in ws.values())}: {ws_spread:.3f}), against the issue's "
+        f"\"within +-0.05 of each other\": {'met' if max(spread, ws_spread) <= 0.05 else 'missed'}. Greedy "
+        f"accuracy on\nthe test split: {min(g0.values()):.2f}-{max(g0.values()):.2f} at the warm start, "
+        f"{min(g1.values()):.2f}-{max(g1.values()):.2f} at the end; pass@8 {min(p8.values()):.3f} at the end."
     )
 
 
@@ -442,19 +466,68 @@ def render_controller() -> str:
     )
 
 
+def render_countdown_warmstart() -> str:
+    ws = _load("compare/warmstart.json")
+    c, f = ws["config"], ws["final"]
+    return (
+        f"hidden {c['hidden_size']}, lr {c['learning_rate']:g}, batch {c['batch_size']}, stop at greedy >= "
+        f"{c['stop_greedy_acc']:g} and avg@{c['k']} >= {c['stop_avg_at_k']:g} (seed {ws['seed']}): it "
+        f"{'stopped' if ws['reached_stop_metric'] else 'ran out of steps'} at step {ws['steps']} with avg@{c['k']} "
+        f"{f['avg@8']:.3f},\npass@{c['k']} {f['pass@8']:.3f}, greedy {f['greedy_acc']:.3f} and entropy "
+        f"{f['entropy']:.3f} on {c['eval_rows']} held-out prompts ({ws['num_parameters']:,} parameters)."
+    )
+
+
 # --------------------------------------------------------------------------------------------------- the blocks
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "headline": ("README.md", render_headline),
     "frontier-headline": ("docs/evidence.md", render_headline),
     "frontier-table": ("docs/evidence.md", render_frontier_table),
     "robustness": ("docs/evidence.md", render_robustness),
+    "robustness-status": ("docs/results/warmstart_robustness/README.md", render_robustness_status),
     "countdown-table": ("docs/evidence.md", render_countdown_table),
     "cot-table": ("docs/evidence.md", render_cot_table),
     "countdown-reading": ("docs/evidence.md", render_countdown_reading),
     "cot-reading": ("docs/evidence.md", render_cot_reading),
     "frontier-reading": ("docs/evidence.md", render_frontier_reading),
     "controller": ("docs/controller.md", render_controller),
+    "countdown-warmstart": ("docs/tasks.md", render_countdown_warmstart),
 }
+
+
+def inline_checks() -> list[tuple[str, str]]:
+    """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
+    that must appear there). The page keeps its prose; this pins the number inside it."""
+    cot = _grid("compare_cot/results.json")
+    cd = _grid("compare/results.json")
+    fr = frontier()["methods"]
+    w = _load("weight_control/summary.json")
+    ctl = "vanilla_it2"
+    cap05, cap07 = _bonus_at_cap("entropy_bonus_t05"), _bonus_at_cap("entropy_bonus_t07")
+    paper = ("stare_o1", "stare_c2", "steer", "stare_sens")
+    p1 = [_gain(cd, m, "avg@k") for m in paper]
+    dk = (statistics.mean(_seed_values(fr["stare_auto_t03"], "pass@k"))
+          - statistics.mean(_seed_values(fr["entropy_bonus_t03"], "pass@k"))) * 100
+    pos_high = 100 * cot["grpo"]["quadrant/pos_high_frac"]["mean"]
+    ac, gc = [w[f"auto_c2_cot_s{s}"] for s in range(3)], [w[f"grpo_cot_s{s}"] for s in range(3)]
+    warm = cot["warm_start"]["pass@k"]
+    return [
+        ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
+        ("docs/compare.md", f"; {min(cap07)}-{max(cap07)} at 0.7x)"),
+        ("docs/compare.md", f"STARE {_signed(dk, 2)} pass@32"),
+        ("docs/compare.md", f"({_signed(dk, 2)} for STARE, beyond the larger std)"),
+        ("docs/compare.md", f"STARE keeps {dk:.2f} points more pass@32"),
+        ("docs/compare.md", f"({_signed(min(p1))} to {_signed(max(p1))} points\npass@1,"),
+        ("docs/compare.md", f"Clip-Cov is {_signed(_gain(cot, 'clip_cov', 'avg@k', ctl), 2)} / "
+                            f"{_signed(_gain(cot, 'clip_cov', 'pass@k', ctl), 2)} against it and KL-Cov "
+                            f"{_signed(_gain(cot, 'kl_cov', 'avg@k', ctl), 2)} / "
+                            f"{_signed(_gain(cot, 'kl_cov', 'pass@k', ctl), 2)}"),
+        ("docs/compare.md", f"only {pos_high:.2f} % of tokens are (A > 0, surprisal > H)"),
+        ("docs/compare.md", f"pass@1 {_signed(100 * (statistics.mean(x['avg@k'] for x in ac) - statistics.mean(x['avg@k'] for x in gc)))} points"),
+        ("docs/compare.md", f"close to the warm start's {warm['mean']:.3f} ± {warm['std']:.3f} ({warm['n']} seeds)"),
+        ("docs/compare.md", f"pass@1: within 1 point of GRPO "
+                            f"({_signed(100 * (w['auto_wide2x_arith_s0']['avg@k'] - w['grpo_wide2x_arith_s0']['avg@k']))})"),
+    ]
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -495,6 +568,10 @@ def main(argv: list[str] | None = None) -> int:
                 bad += 1
                 print("\n".join(difflib.unified_diff(have.splitlines(), want.splitlines(), f"{page} ({name})",
                                                      "rendered", lineterm="")))
+    for page, want in inline_checks():
+        if want not in (ROOT / page).read_text():
+            bad += 1
+            print(f"{page}: does not contain {want!r} (rendered from its artifact)")
     return 1 if bad else 0
 
 

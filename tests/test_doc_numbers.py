@@ -9,6 +9,7 @@ the blocks. Nothing here holds a result: the expected text comes from the artifa
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import statistics
 from pathlib import Path
@@ -32,6 +33,11 @@ def test_block_matches_its_artifacts(name: str) -> None:
         "and `--write` to re-render it")
 
 
+@pytest.mark.parametrize("page,want", doc_numbers.inline_checks(), ids=lambda v: v[:40] if isinstance(v, str) else "")
+def test_inline_number_matches_its_artifact(page: str, want: str) -> None:
+    assert want in (ROOT / page).read_text(), f"{page}: expected {want!r}, rendered from its artifact"
+
+
 def test_every_block_in_the_docs_is_known() -> None:
     """A ``numbers:`` block that no renderer owns would never be checked."""
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -48,6 +54,18 @@ def test_the_spread_is_over_seeds_not_repeats() -> None:
     text = doc_numbers.render_robustness()
     assert f"{statistics.mean(final.values()):.3f} ± {statistics.stdev(final.values()):.3f}" in text
     assert "n = 3 seeds" in text
+
+
+@pytest.mark.parametrize("folder", ["warmstart_robustness", "warmstart_robustness/sft1600"])
+def test_robustness_summary_is_over_seeds(folder: str) -> None:
+    """``summary.json`` (written by scripts/warmstart_robustness.py) states its spread over the seeds."""
+    summary = json.loads((doc_numbers.RESULTS / folder / "summary.json").read_text())
+    runs = doc_numbers._robustness_runs(folder)
+    for key, get in (("final_avg@8", lambda r: r["final"]["avg@8"]), ("start_avg@8", lambda r: r["start"]["avg@8"])):
+        seeds = list(doc_numbers.per_seed(runs, get).values())
+        assert summary["seeds"] == len(seeds) and summary["runs"] == len(runs)
+        assert summary[key]["std"] == round(statistics.stdev(seeds), 4)
+        assert summary[key]["mean"] == round(statistics.mean(seeds), 4)
 
 
 def test_a_changed_number_fails() -> None:
