@@ -18,6 +18,7 @@ import argparse
 import difflib
 import gzip
 import json
+import math
 import statistics
 import sys
 from collections.abc import Callable
@@ -109,8 +110,12 @@ def render_headline() -> str:
     cap05, cap07 = _bonus_at_cap("entropy_bonus_t05"), _bonus_at_cap("entropy_bonus_t07")
     names = {"stare_auto_t05": "STARE", "entropy_bonus_t05": "the bonus", "entropic_t05": "EntroPIC",
              "entrocraft_t05": "Entrocraft"}
+    params = _load("countdown_cot/warmstart.json")["num_parameters"]
+    cell = RESULTS / "frontier_cot" / "runs" / "grpo" / "seed0"
+    ev, steps = json.loads((cell / "eval.json").read_text()), json.loads((cell / "train_summary.json").read_text())["step"]
     return (
-        f"On `countdown_cot` (a 0.27M-parameter model, 1 000 GRPO steps, 256 held-out prompts x 32 samples), STARE\n"
+        f"On `countdown_cot` (a {params / 1e6:.2f}M-parameter model, {steps:,} GRPO steps, {ev['n']} held-out prompts x "
+        f"{ev['k']} samples), STARE\n"
         f"C2 with `weight_control: auto` held at 0.3x of its starting entropy reached held-out pass@1\n"
         f"**{_ms(p1['st'], 100)} %** and pass@32 **{_ms(pk['st'], 100)} %**, against GRPO's {_ms(p1['grpo'], 100)} % "
         f"and {_ms(pk['grpo'], 100)} %\n(mean ± sample std over n = {n} seeds): pass@1 {_signed(dp1)}, pass@32 "
@@ -511,7 +516,9 @@ def inline_checks() -> list[tuple[str, str]]:
     pos_high = 100 * cot["grpo"]["quadrant/pos_high_frac"]["mean"]
     ac, gc = [w[f"auto_c2_cot_s{s}"] for s in range(3)], [w[f"grpo_cot_s{s}"] for s in range(3)]
     warm = cot["warm_start"]["pass@k"]
+    wall = [r["wall_s"] / 60 for r in _robustness_runs("warmstart_robustness") if r["setting"] != "threads2"]
     return [
+        ("README.md", f"({math.floor(min(wall))}-{math.ceil(max(wall))} min with one torch thread)"),
         ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
         ("docs/compare.md", f"; {min(cap07)}-{max(cap07)} at 0.7x)"),
         ("docs/compare.md", f"STARE {_signed(dk, 2)} pass@32"),
