@@ -550,6 +550,61 @@ def cot_curve_rows() -> list[str]:
     return out
 
 
+def calc_tool_rows() -> list[str]:
+    """tasks.md's calc_tool tables (after the tokenizer fix): GRPO vs STARE over the 3 seeds, and STARE seed 0."""
+    d = _load("calc_tool/summary.json")
+    keys = ("avg@4", "pass@4", "greedy", "reward_last20", "entropy_last20", "errors_eval")
+    out = []
+    for method in ("vanilla", "stare"):
+        seeds = [d[method][s] for s in sorted(d[method], key=int)]
+        out.append("| " + " | ".join(_ms([r[k] for r in seeds], 1, 3) for k in keys) + " |")
+    s0 = d["stare"]["0"]
+    out.append(f"| {s0['avg@4']:.3f} | {s0['pass@4']:.3f} | {s0['greedy']:.3f} | {s0['calls']:.2f} | "
+               f"{s0['errors_eval']:.3f} | {s0['finished']:.3f} | {s0['entropy_eval']:.3f} |")
+    return out
+
+
+def methods_numbers() -> list[str]:
+    """methods.md's `weight_control: auto` paragraphs, from controller_authority/summary.json and the frontier."""
+    a = _load("controller_authority/summary.json")
+    w = _load("weight_control/summary.json")
+    fr = frontier()["methods"]
+
+    def pct(key: str, field: str = "band_fraction") -> str:
+        return f"{100 * a[key][field]:.1f} %"
+
+    def over(keys: list[str], field: str) -> str:
+        return _ms([a[k][field] for k in keys], 100)
+
+    cs = ["countdown_sens_t07", "countdown_sens_t07_s1", "countdown_sens_t07_s2"]
+    ws = ["countdown_wide2x_sens_t07", "countdown_wide2x_sens_t07_s1", "countdown_wide2x_sens_t07_s2"]
+    band = [_ms(_seed_values(fr[f"stare_sens_auto_t{t}"], "band_fraction"), 100) for t in ("03", "05", "07")]
+    c05 = a["countdown_cot_auto_t05_s0"]
+    return [
+        f"Countdown reaches {_ms([w[k]['in_band_after_first'] for k in ('auto_countdown_s0', 'auto_countdown_s1')], 100, 0)}"
+        " % of\nsteps (2 seeds)",
+        f"Arithmetic reaches {100 * w['auto_arith_s0']['in_band_after_first']:.1f} % (O1)",
+        f"({pct('countdown_auto_t07').split()[0]} % and\n{pct('countdown_wide2x_auto_t07')} of raw steps within ±10 %",
+        f"({c05['steps_at_w_bound']} of {c05['steps']:,} steps)".replace(",", " "),
+        f"the target: {pct('countdown_cot_auto_t05_s0')}.",
+        f"steps 501-1 000 in the ±10 % band {pct('countdown_cot_auto_t05_s0_from500')}, entropy "
+        f"{a['countdown_cot_auto_t05_s0_from500']['mean_over_target']:.2f} of target.",
+        f"removed): {pct('countdown_cot_widenP_from500')},\n  {a['countdown_cot_widenP_from500']['mean_over_target']:.2f} "
+        "of target.",
+        f"{pct('countdown_cot_sens_from640')} of steps 641-1 000 in the band "
+        f"({pct('countdown_cot_sens_from640', 'noise_ceiling')} possible",
+        f"{pct('countdown_cot_sens_t05_s0')} of steps in the band on\n`countdown_cot` at 0.5x "
+        f"({pct('countdown_cot_sens_t05_s0', 'noise_ceiling')} possible; W at most "
+        f"{a['countdown_cot_sens_t05_s0']['w_max_seen']:.1f})",
+        f"({pct('countdown_sens_t07')} and {pct('countdown_wide2x_sens_t07')}, where "
+        f"{pct('countdown_sens_t07', 'noise_ceiling')} and {pct('countdown_wide2x_sens_t07', 'noise_ceiling')} are possible",
+        f"{band[0]}, {band[1]} and {band[2]} % of the steps in the band",
+        f"countdown 0.7x {over(cs, 'band_fraction')} % (noise ceiling "
+        + over(cs, "noise_ceiling").replace(" ± ", " ±\n")
+        + f" %), the 2x wider model {over(ws, 'band_fraction')} % ({over(ws, 'noise_ceiling')} %)",
+    ]
+
+
 def inline_checks() -> list[tuple[str, str]]:
     """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
     that must appear there). The page keeps its prose; this pins the number inside it."""
@@ -578,6 +633,8 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", row) for row in frontier_rows()),
         *(("docs/compare.md", row) for row in countdown_rows()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
+        *(("docs/tasks.md", row) for row in calc_tool_rows()),
+        *(("docs/methods.md", text) for text in methods_numbers()),
         ("docs/compare.md", f"({_signed(min(p1))} to {_signed(max(p1))} points\npass@1,"),
         ("docs/compare.md", f"Clip-Cov is {_signed(_gain(cot, 'clip_cov', 'avg@k', ctl), 2)} / "
                             f"{_signed(_gain(cot, 'clip_cov', 'pass@k', ctl), 2)} against it and KL-Cov "
