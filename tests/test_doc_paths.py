@@ -3,7 +3,8 @@ the Python sources names a file or folder that exists (issue 43, item 4).
 
 What counts as a repository path (so metric names such as ``control/gate_on`` and run folders such as
 ``runs/X/model`` are not taken for one):
-- a markdown link target that is not a URL or an anchor (resolved against the page's folder);
+- a markdown link target that is not a URL (resolved against the page's folder), and its ``#anchor`` when it
+  points into a markdown page (GitHub's heading anchors);
 - a token whose first part is a top-level folder of the repository (``src/``, ``docs/``, ``tests/``, ...), or
   ``stare_rl/``, or ``results/`` (docs/results);
 - a token with a file suffix whose first part is a sub-package of ``stare_rl`` (``engines/trl/tools.py``), resolved
@@ -99,6 +100,28 @@ def sources() -> list[tuple[Path, str]]:
     return out
 
 
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """The heading anchors of a markdown page (repeated headings get ``-1``, ``-2``, ... as on GitHub)."""
+    out: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        m = None if fenced else re.match(r"^#{1,6}\s+(.*)$", line)
+        if m:
+            slug = _slug(m.group(1))
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
 def _exists(candidates: list[Path]) -> bool:
     return any(c.exists() for c in candidates)
 
@@ -109,11 +132,14 @@ def unresolved(path: Path, text: str) -> list[str]:
     here = path.parent
     if path.suffix == ".md":
         for m in LINK.finditer(text):
-            target = m.group(1).split("#", 1)[0]
-            if not target or re.match(r"^[a-z]+:", target) or target.startswith("/"):
+            target, _, anchor = m.group(1).partition("#")
+            if re.match(r"^[a-z]+:", target) or target.startswith("/"):
                 continue
-            if not _exists([here / target]):
+            page = here / target if target else path
+            if target and not _exists([page]):
                 bad.append(f"link {target}")
+            elif anchor and page.suffix == ".md" and page.is_file() and anchor not in anchors(page):
+                bad.append(f"link {m.group(1)}")
     for m in DOTTED.finditer(text):
         name = m.group(0).rstrip(".")
         if not dotted_exists(name):
@@ -156,6 +182,7 @@ def test_the_checker_sees_a_missing_path() -> None:
         "docs/nope.md", "engines/trl_tools.py", "link nope.md"]
     assert unresolved(fake, "`stare_rl.control.base.StareGate`, `stare_rl.nope`, `stare_rl.core.types.Nope`") == [
         "stare_rl.control.base.StareGate", "stare_rl.core.types.Nope", "stare_rl.nope"]
-    assert unresolved(fake, "`docs/train.md`, [t](train.md#x), `control/gate_on`, `runs/X/model`, `engines/trl/tools.py`, "
+    assert unresolved(fake, "[t](train.md#no-such-heading)") == ["link train.md#no-such-heading"]
+    assert unresolved(fake, "`docs/train.md`, [t](train.md#use-it-in-your-own-trl-script), `control/gate_on`, `runs/X/model`, `engines/trl/tools.py`, "
                       "`stare_rl.trl.StareGRPOTrainer`, `stare_rl.methods.stare.gate.StareGate.update`, `stare_rl.steer`, "
                       "`stare_rl.engines.verl.adapter.StareRLPolicyLossConfig`, `stare_rl.__file__`") == []
