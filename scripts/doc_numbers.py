@@ -605,6 +605,20 @@ def methods_numbers() -> list[str]:
     ]
 
 
+def gpu_losses() -> str:
+    """benchmarks.md's summary of the H200 loss benchmark, from ``gpu_h200/losses_b512.txt`` (one million tokens):
+    the range of the median times and STARE / C2 / STEER per-round ratios to vanilla."""
+    rows = {}
+    for line in (RESULTS / "gpu_h200" / "losses_b512.txt").read_text().splitlines():
+        parts = line.rsplit(None, 7)
+        if len(parts) == 8 and parts[1].replace(".", "", 1).isdigit():
+            rows[parts[0].strip()] = [float(x) for x in parts[1:]]
+    med = [r[0] for r in rows.values()]
+    ratio = {k: rows[k][4] for k in ("stare", "stare (C2)", "steer")}
+    return (f"the loss alone costs {math.floor(min(med))}-{math.ceil(max(med))} ms per million tokens (STARE "
+            f"{ratio['stare']:.1f}x vanilla, C2 {ratio['stare (C2)']:.1f}x, STEER {ratio['steer']:.1f}x)")
+
+
 def inline_checks() -> list[tuple[str, str]]:
     """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
     that must appear there). The page keeps its prose; this pins the number inside it."""
@@ -635,6 +649,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/tasks.md", row) for row in calc_tool_rows()),
         *(("docs/methods.md", text) for text in methods_numbers()),
+        ("docs/benchmarks.md", gpu_losses()),
         ("docs/compare.md", f"({_signed(min(p1))} to {_signed(max(p1))} points\npass@1,"),
         ("docs/compare.md", f"Clip-Cov is {_signed(_gain(cot, 'clip_cov', 'avg@k', ctl), 2)} / "
                             f"{_signed(_gain(cot, 'clip_cov', 'pass@k', ctl), 2)} against it and KL-Cov "
