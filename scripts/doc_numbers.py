@@ -619,6 +619,36 @@ def gpu_losses() -> str:
             f"{ratio['stare']:.1f}x vanilla, C2 {ratio['stare (C2)']:.1f}x, STEER {ratio['steer']:.1f}x)")
 
 
+def compare_controller_numbers() -> list[str]:
+    """compare.md's `weight_control: auto` (issue #10) accuracy row and the 4x wider model's paragraph, from
+    weight_control/summary.json and the countdown grid's GRPO cells (same seeds)."""
+    w = _load("weight_control/summary.json")
+    cd = _grid("compare/results.json")["grpo"]
+    gv, gk = cd["avg@k"]["values"], cd["pass@k"]["values"]
+
+    def d(a: str, b: str, key: str) -> float:
+        return 100 * (w[a][key] - w[b][key])
+
+    w4 = [(f"wide4x_auto_arith_s{s}", f"wide4x_grpo_arith_s{s}") for s in (0, 1)]
+    a4 = [d(a, b, "avg@k") for a, b in w4]
+    k4 = [d(a, b, "pass@k") for a, b in w4]
+    o1 = [100 * (w[f"auto_countdown_s{s}"]["avg@k"] - gv[s]) for s in (0, 1)]
+    o1k = 100 * (statistics.mean(w[f"auto_countdown_s{s}"]["pass@k"] for s in (0, 1)) - statistics.mean(gk[:2]))
+    o1m = 100 * (statistics.mean(w[f"auto_countdown_s{s}"]["avg@k"] for s in (0, 1)) - statistics.mean(gv[:2]))
+    c2 = 100 * (w["auto_c2_countdown_s0"]["avg@k"] - gv[0])
+    c2k = 100 * (w["auto_c2_countdown_s0"]["pass@k"] - gk[0])
+    return [
+        f"avg@8 {_signed(statistics.mean(a4))} (2 seeds: {_signed(a4[0])}, {_signed(a4[1])}), pass@8 "
+        f"{_signed(100 * (statistics.mean(w[a]['pass@k'] for a, _ in w4) - statistics.mean(w[b]['pass@k'] for _, b in w4)))}",
+        f"2x wider arithmetic: {_signed(d('auto_wide2x_arith_s0', 'grpo_wide2x_arith_s0', 'avg@k'))} (met",
+        f"{_signed(d('auto_arith_s0', 'grpo_arith_s0', 'avg@k'))} (O1), {_signed(d('auto_c2_arith_s0', 'grpo_arith_s0', 'avg@k'))} (C2)",
+        f"O1 {_signed(o1m)} over seeds 0-1 ({_signed(o1[0])}, {_signed(o1[1])}), C2 {_signed(c2)} (seed 0), with pass@8 "
+        f"{_signed(o1k)} (O1) and {_signed(c2k)} (C2)",
+        f"avg@8 {_signed(a4[0])} (seed 0) and {_signed(a4[1])} (seed 1) points",
+        f"pass@8 {_signed(k4[0])} and {_signed(k4[1])}.",
+    ]
+
+
 def inline_checks() -> list[tuple[str, str]]:
     """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
     that must appear there). The page keeps its prose; this pins the number inside it."""
@@ -650,6 +680,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/tasks.md", row) for row in calc_tool_rows()),
         *(("docs/methods.md", text) for text in methods_numbers()),
         ("docs/benchmarks.md", gpu_losses()),
+        *(("docs/compare.md", text) for text in compare_controller_numbers()),
         ("docs/compare.md", f"({_signed(min(p1))} to {_signed(max(p1))} points\npass@1,"),
         ("docs/compare.md", f"Clip-Cov is {_signed(_gain(cot, 'clip_cov', 'avg@k', ctl), 2)} / "
                             f"{_signed(_gain(cot, 'clip_cov', 'pass@k', ctl), 2)} against it and KL-Cov "
