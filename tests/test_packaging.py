@@ -29,6 +29,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRA_OF_MODULE = {
     "stare_rl.engines.trl": "trl", "stare_rl.trl": "trl", "stare_rl.train": "trl", "stare_rl.compare": "trl",
     "stare_rl.evaluation": "trl", "stare_rl.analysis": "trl", "stare_rl.tasks": "trl", "stare_rl.models": "trl",
+    "stare_rl.models.pretrained": "real",
     "stare_rl.commands": "trl", "stare_rl.cli": "trl",
     "stare_rl.engines.verl": "verl", "stare_rl.recipes.verl": "verl",
 }

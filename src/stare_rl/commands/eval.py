@@ -56,13 +56,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _dataset_reward(timeout: float) -> Any:
-    from stare_rl.tasks.rewards import math_reward, safe_reward
+def _dataset_reward(timeout: float, kind: str = "math") -> Any:
+    from stare_rl.tasks.rewards import math_reward, number_reward, safe_reward
+
+    fn = number_reward if kind == "number" else math_reward
 
     def reward(completion: str, answer: str) -> float:
-        return safe_reward(math_reward, completion, answer, timeout)[0]
+        return safe_reward(fn, completion, answer, timeout)[0]
 
     return reward
+
+
+def _number_text(final_number: Any) -> Any:
+    """The answer a completion gives, as text, for maj@k under the number reward."""
+    def answer(text: str) -> str | None:
+        value = final_number(text)
+        return None if value is None else f"{value:g}"
+
+    return answer
 
 
 def _rows_and_reward(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any, Any, str, int]:
@@ -120,23 +131,35 @@ def format_source_table(by_source: dict[str, dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def _protocol_rows(protocol: Any, dataset: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """A protocol dataset's rows: its file, or an embedded task's whole test split (``file: task:<name>``)."""
+    from stare_rl.evaluation.protocol import TASK_PREFIX
+    from stare_rl.tasks.data import load_dataset_rows
+
+    if dataset.file.startswith(TASK_PREFIX):
+        from stare_rl.tasks import get_task
+
+        return get_task(dataset.file[len(TASK_PREFIX):]).make_split("test", 10**6, args.seed, allow_fewer=True)
+    return load_dataset_rows(protocol.path_of(dataset, args.data_dir), args.split)
+
+
 def run_protocol(args: argparse.Namespace) -> dict[str, Any]:
     """Every dataset of ``args.protocol`` with its own sample count; the per-dataset metrics and their mean."""
     from stare_rl.evaluation.heldout import evaluate
     from stare_rl.evaluation.protocol import load_protocol
-    from stare_rl.tasks.data import load_dataset_rows
-    from stare_rl.tasks.rewards import last_boxed
+    from stare_rl.tasks.rewards import final_number, last_boxed
 
     protocol = load_protocol(args.protocol)
-    reward = _dataset_reward(args.reward_timeout)
-    loaded = [(d, load_dataset_rows(protocol.path_of(d, args.data_dir), args.split)) for d in protocol.datasets]
+    reward = _dataset_reward(args.reward_timeout, protocol.reward)
+    answer_fn = last_boxed if protocol.reward == "math" else _number_text(final_number)
+    loaded = [(d, _protocol_rows(protocol, d, args)) for d in protocol.datasets]
     by_source: dict[str, dict[str, Any]] = {}
     for dataset, rows in loaded:
         rows = rows[: args.n] if args.n else rows
         result = evaluate(args.model, None, rows, reward, k=dataset.samples, temperature=protocol.temperature,
                           top_p=protocol.top_p, max_new_tokens=args.max_new_tokens or protocol.max_new_tokens,
                           batch_size=args.batch_size, seed=args.seed, greedy=False, pass_ks=dataset.pass_k,
-                          maj_ks=dataset.maj_k, answer_fn=last_boxed, per_row=args.per_row,
+                          maj_ks=dataset.maj_k, answer_fn=answer_fn, per_row=args.per_row,
                           progress=not args.no_progress)
         result.pop("by_source", None)
         by_source[dataset.name] = result

@@ -28,8 +28,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", help="Hydra overrides, applied after the CPU ones (they win)")
     p.add_argument("--steps", type=int, default=2, help="training steps (default 2)")
     p.add_argument("--out", type=Path, default=Path("verl_dryrun"), help="assets, checkpoints, metrics")
+    p.add_argument("--model", default=None,
+                   help="a real chat model instead of the tiny one: a name of `stare models list` (built into the "
+                   "cache on first use) or a Hugging Face model dir; the data become chat questions "
+                   "(chat_arithmetic, reward: the final number written) with lengths and a learning rate that fit it")
+    p.add_argument("--cache-dir", dest="cache_dir", default=None, help="where --model NAME is built (stare models)")
     p.add_argument("--print-only", action="store_true", help="print the environment and command, run nothing")
     return p
+
+
+def _model_dir(model: str, cache: str | None) -> Path:
+    """The dir of ``--model``: a name of ``stare models list`` is built on first use; a dir must hold a model."""
+    from stare_rl.io.cache import cache_dir
+    from stare_rl.models.pretrained import ensure_pretrained, is_pretrained_name
+
+    if is_pretrained_name(model):
+        return ensure_pretrained(model, cache_dir(cache), say=lambda line: print(line, flush=True))
+    path = Path(model).expanduser().resolve()
+    if not (path / "config.json").is_file():
+        raise ValueError(f"--model={model!r}: neither a name of `stare models list` nor a Hugging Face model dir "
+                         "(no config.json)")
+    return path
 
 
 def main(argv: list[str]) -> int:
@@ -43,7 +62,8 @@ def main(argv: list[str]) -> int:
 
     try:
         check_verl_version()
-        command, _ = dryrun_command(args.recipe, args.out, args.steps, args.overrides)
+        model = _model_dir(args.model, args.cache_dir) if args.model else None
+        command, _ = dryrun_command(args.recipe, args.out, args.steps, args.overrides, model=model)
     except (ValueError, RuntimeError) as err:
         print(f"stare verl-dryrun: error: {err}", file=sys.stderr)
         return 2

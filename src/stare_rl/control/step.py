@@ -23,6 +23,7 @@ path before any compute). Nothing here names a method: every method-specific par
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Any
 import torch
 
 from stare_rl.control.base import Controller, StepObservation, global_token_mean, setting_differences
+from stare_rl.control.target import EntropyTarget
 from stare_rl.core.registry import get_method
 from stare_rl.core.selection import gather_values
 from stare_rl.core.types import LossContext, TokenBatch
@@ -122,6 +124,8 @@ class StepController:
         h = global_token_mean(batches, "entropy", self.group)  # STARE §4.3: whole step batch, all ranks
         if self.start_entropy is None:  # measured once, before the first update; restored on resume
             self.start_entropy = h
+            for line in far_target_warnings(self.controllers, h):
+                logger.warning(line)
         obs = StepObservation(entropy=h, step=int(step), batches=tuple(batches), group=self.group,
                               start_entropy=self.start_entropy)
         metrics = {"batch_entropy": h, "start_entropy": self.start_entropy}
@@ -226,6 +230,28 @@ class StepController:
         if saved.get("start_entropy") is not None:  # files written before relative targets have none
             self.start_entropy = float(saved["start_entropy"])
         return True
+
+
+FAR_TARGET_RATIO = 3.0  # an absolute target this many times above or below the start entropy is warned about
+
+
+def far_target_warnings(controllers: dict[str, Controller], start_entropy: float) -> list[str]:
+    """One line per controller whose absolute target is far (x3 or more) from the starting batch entropy: a gate
+    that never opens, or a controller pushing towards a value set for another model. Relative targets follow
+    the start and are never warned about."""
+    out = []
+    for name, ctrl in controllers.items():
+        target = getattr(ctrl, "target", None)
+        if not isinstance(target, EntropyTarget) or target.relative or not math.isfinite(start_entropy):
+            continue
+        value = float(target.spec.absolute)
+        ratio = start_entropy / value if value > 0 else math.inf
+        if ratio >= FAR_TARGET_RATIO or ratio <= 1 / FAR_TARGET_RATIO:
+            where = "above" if ratio > 1 else "below"
+            out.append(f"{name}: {target.name}={target.spec.spelling()} is absolute and the policy's starting batch entropy "
+                       f"is {start_entropy:.3f}, {ratio:.2g}x the target ({where} it): it was set for another "
+                       "model's entropy; a relative target (e.g. target_entropy: 0.5x) follows this model's start")
+    return out
 
 
 def _as_list(batches: TokenBatch | Sequence[TokenBatch]) -> list[TokenBatch]:

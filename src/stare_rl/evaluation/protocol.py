@@ -10,10 +10,11 @@ Schema::
     temperature: 1.0            # > 0
     top_p: 0.7                  # in (0, 1]
     max_new_tokens: 3072        # >= 1
+    reward: math                # math (last \\boxed{}, math-verify; the papers') | number (the final number)
     datasets:                   # one table row each
       - {name: aime24, file: aime24.parquet, samples: 32, pass_k: [1, 8, 32], maj_k: [32]}
 
-``file`` is relative to the data directory unless absolute; ``pass_k`` defaults to ``[samples]`` and
+``file`` is relative to the data directory unless absolute (``task:<name>``: an embedded task's test split); ``pass_k`` defaults to ``[samples]`` and
 ``maj_k`` to ``[]``; every k must be in [1, samples].
 """
 
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 PROTOCOL_DIR = "recipes/eval"
+PROTOCOL_REWARDS = ("math", "number")
+TASK_PREFIX = "task:"  # file: task:<name> = that embedded task's whole test split (no file needed)
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,13 @@ class EvalProtocol:
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (papers: 1.0)."})
     top_p: float = field(default=0.7, metadata={"help": "Nucleus top_p (papers: 0.7)."})
     max_new_tokens: int = field(default=3072, metadata={"help": "Generation budget (papers: response 3072)."})
+    reward: str = field(default="math", metadata={
+        "help": "math: math-verify on the last \\boxed{} (the papers'); number: the final number written (chat "
+                "models that do not box their answers)."})
 
     def __post_init__(self) -> None:
+        if self.reward not in PROTOCOL_REWARDS:
+            raise ValueError(f"reward={self.reward!r} must be one of {list(PROTOCOL_REWARDS)}")
         if not (isinstance(self.temperature, int | float) and math.isfinite(self.temperature)
                 and self.temperature > 0):
             raise ValueError(f"temperature={self.temperature!r} must be a finite value > 0")
@@ -76,7 +84,7 @@ class EvalProtocol:
             raise ValueError(f"datasets: names must be unique; got {names}")
 
     def path_of(self, dataset: EvalDataset, data_dir: str | Path | None) -> Path:
-        """The dataset file: absolute as given, else under ``data_dir``."""
+        """The dataset file: absolute as given, else under ``data_dir`` (not for ``task:<name>``)."""
         path = Path(dataset.file).expanduser()
         if path.is_absolute():
             return path
@@ -108,7 +116,7 @@ def load_protocol(spec: str | Path) -> EvalProtocol:
 
 def protocol_from_dict(raw: dict[str, Any], default_name: str = "custom") -> EvalProtocol:
     """Build and validate a protocol from a plain mapping (unknown keys rejected)."""
-    known = {"name", "temperature", "top_p", "max_new_tokens", "datasets"}
+    known = {"name", "temperature", "top_p", "max_new_tokens", "datasets", "reward"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ValueError(f"protocol: unknown keys {unknown}; allowed: {sorted(known)}")
@@ -123,5 +131,5 @@ def protocol_from_dict(raw: dict[str, Any], default_name: str = "custom") -> Eva
                              "(optional pass_k, maj_k) and nothing else")
         datasets.append(EvalDataset(**{**entry, "pass_k": tuple(entry.get("pass_k", ())),
                                        "maj_k": tuple(entry.get("maj_k", ()))}))
-    rest = {k: raw[k] for k in ("temperature", "top_p", "max_new_tokens") if k in raw}
+    rest = {k: raw[k] for k in ("temperature", "top_p", "max_new_tokens", "reward") if k in raw}
     return EvalProtocol(name=str(raw.get("name", default_name)), datasets=tuple(datasets), **rest)

@@ -13,11 +13,13 @@ from typing import Any
 from stare_rl.tasks.arithmetic import ArithmeticTask
 from stare_rl.tasks.base import Task
 from stare_rl.tasks.calc_tool import CalcToolTask
+from stare_rl.tasks.chat_arithmetic import ChatArithmeticTask
 from stare_rl.tasks.countdown import CountdownTask
 from stare_rl.tasks.countdown_cot import CountdownCotTask
 
 _TASKS: dict[str, type[Task]] = {
-    "arithmetic": ArithmeticTask, "calc_tool": CalcToolTask, "countdown": CountdownTask,
+    "arithmetic": ArithmeticTask, "calc_tool": CalcToolTask, "chat_arithmetic": ChatArithmeticTask,
+    "countdown": CountdownTask,
     "countdown_cot": CountdownCotTask,
 }
 

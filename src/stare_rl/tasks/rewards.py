@@ -1,4 +1,5 @@
-"""Rewards for real datasets (math-verify on the final ``\\boxed{}``) and a guard for any reward function.
+"""Rewards for real datasets (math-verify on the final ``\\boxed{}``; the final number of a plain-text answer) and a
+guard for any reward function.
 
 ``safe_reward`` runs a reward function in a daemon thread with a timeout: a function that raises, returns
 something that is not a finite number, or hangs past the timeout scores 0 and reports why, so training goes
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,6 +61,45 @@ def math_reward(completion: str, ground_truth: str) -> float:
     if not gold or not pred:
         return 0.0
     return 1.0 if verify(gold, pred, timeout_seconds=parse_timeout) else 0.0
+
+
+# A number as chat models write it: optional sign, digits with optional thousands commas, optional decimals.
+_NUMBER = re.compile(r"(?<![\d.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,]*\d)|(?<![\d.])-?\d+(?:\.\d+)?")
+
+
+def final_number(text: str) -> float | None:
+    """The answer a chat model gives in plain text: the content of the last ``\\boxed{}`` when it is a number,
+    else the last number in ``text`` (``"1,234"`` reads as 1234, ``"-3.5"`` as -3.5); ``None`` if there is none.
+
+    >>> final_number("23 + 45 = 68. So the answer is 68.")
+    68.0
+    """
+    boxed = last_boxed(text)
+    for part in ((boxed,) if boxed is not None else ()) + (text,):
+        found = _NUMBER.findall(part)
+        if found:
+            try:
+                return float(found[-1].replace(",", ""))
+            except ValueError:  # pragma: no cover - the pattern only matches numbers
+                return None
+    return None
+
+
+def number_reward(completion: str, answer: str) -> float:
+    """1.0 when the final number of ``completion`` (:func:`final_number`) equals ``answer`` as a number, else 0.
+
+    For chat models that answer in words (``"Tom has 12 apples now."``) instead of ``\\boxed{}``. An answer that
+    is not a number scores every completion 0 (``stare train`` refuses such rows before training).
+    """
+    gold, got = parse_number(answer), final_number(completion)
+    return 1.0 if gold is not None and got is not None and math.isclose(got, gold, rel_tol=0, abs_tol=1e-9) else 0.0
+
+
+def parse_number(answer: str) -> float | None:
+    """``answer`` as a number (``"1,234"``, ``" -7 "``, ``"3.5"``), or ``None`` when it is not exactly one."""
+    text = str(answer).strip()
+    match = _NUMBER.fullmatch(text)
+    return float(text.replace(",", "")) if match else None
 
 
 def _parse_timeout() -> int | None:

@@ -337,6 +337,18 @@ def check_math_answers(rows: Sequence[dict[str, Any]], where: Sequence[str], wha
         )
 
 
+def check_number_answers(rows: Sequence[dict[str, Any]], where: Sequence[str], what: str) -> None:
+    """reward=number: every answer must be one number, or that row can never be scored."""
+    from stare_rl.tasks.rewards import parse_number
+
+    bad = [i for i, r in enumerate(rows) if parse_number(str(r["answer"])) is None]
+    if bad:
+        raise ValueError(
+            f"{what}: the answer of {_named(bad, where)} ({where[bad[0]]}: {rows[bad[0]]['answer']!r}) is not a "
+            "number, so reward=number could never score it; fix the answers or use reward=math"
+        )
+
+
 def held_out_split(rows: list[dict[str, Any]], eval_size: int, seed: int) -> tuple[list, list]:
     """``(train, held_out)``: ``min(eval_size, len(rows) // 5)`` rows drawn with ``seed``, removed from training.
 

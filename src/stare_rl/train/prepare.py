@@ -41,6 +41,12 @@ def _rows(spec: str, what: str) -> tuple[list[dict[str, Any]], list[str]]:
 
 def _reward(ta: ModelTaskArgs, task: Any) -> tuple[Any, str]:
     """The reward function and a line saying what it scores."""
+    if ta.reward == "number":
+        from stare_rl.tasks.rewards import number_reward
+
+        return number_reward, ("reward: number (reward=number): 1 when the final number of a completion (the last "
+                               "\\boxed{...} if it holds one, else the last number written) equals the row's answer, "
+                               "else 0")
     if ta.reward == "math" or (ta.reward == "auto" and ta.dataset is not None):
         from stare_rl.tasks.rewards import math_reward
 
@@ -57,9 +63,12 @@ def prepare(plan: Plan) -> Prepared:
     ta, grpo = plan.task_args, plan.grpo
     needs_task = ta.model == "tiny" or ta.dataset is None or ta.reward == "task"
     task = get_task(ta.task) if needs_task else None
+    if task is not None and getattr(task, "needs_chat_model", False) and ta.model == "tiny":
+        raise ValueError(f"task={ta.task!r} asks chat questions in words, which model='tiny' cannot read; use a "
+                         "real chat model (--model smollm2-135m-instruct, see `stare models list`)")
     reward_fn, reward_note = _reward(ta, task)
     if ta.dataset is None and "max_completion_length" not in plan.explicit:
-        grpo.max_completion_length = task.max_completion_chars + 1  # embedded task: answer + <eos>
+        grpo.max_completion_length = getattr(task, "max_completion_tokens", None) or task.max_completion_chars + 1
     resume, restart = _resume_point(grpo)
     if resume is not None:  # one rule for every controller: changed settings are refused (control/step.py)
         grpo.loss_setup().step_controller().check_checkpoint(resume)
@@ -70,7 +79,7 @@ def prepare(plan: Plan) -> Prepared:
         if "max_tool_calling_iterations" not in plan.explicit:
             grpo.max_tool_calling_iterations = task.max_tool_calls  # the turn limit
     warnings += _check_data(files, tokenizer, max_positions, grpo.max_completion_length, ta.model,
-                            math=reward_fn.__name__ == "math_reward")
+                            reward=reward_fn.__name__)
     if ta.model == "tiny":
         model = tokenizer = None  # the warm start in execute builds them
     return Prepared(plan, task, train_rows, eval_rows, reward_fn, resume, model, tokenizer,
@@ -114,7 +123,7 @@ def _split_rows(ta: ModelTaskArgs, seed: int, task: Any) -> tuple[list, list, li
 
 
 def _check_data(files: list[DataFile], tokenizer: Any, max_positions: int | None, max_completion_length: int,
-                model: str, math: bool) -> list[str]:
+                model: str, reward: str) -> list[str]:
     """Refuse data the model cannot read or the reward cannot score (ValueError); return the warnings."""
     from stare_rl.train import checks as preflight
 
@@ -124,9 +133,11 @@ def _check_data(files: list[DataFile], tokenizer: Any, max_positions: int | None
         preflight.check_characters(rows, where, tokenizer, model, what)
         long = preflight.check_lengths(rows, where, tokenizer, max_positions, max_completion_length, model, what)
         warnings += [long] if long else []
-        if math:
+        if reward == "math_reward":
             preflight.check_math_answers(rows, where, what)
-    cannot = preflight.math_reward_warning(tokenizer, model) if math else None
+        elif reward == "number_reward":
+            preflight.check_number_answers(rows, where, what)
+    cannot = preflight.math_reward_warning(tokenizer, model) if reward == "math_reward" else None
     return warnings + ([cannot] if cannot else [])
 
 
@@ -166,12 +177,23 @@ def _model_for_checks(ta: ModelTaskArgs, task: Any, grpo: Any) -> tuple[Any, Any
         from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
 
         return None, build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE), TINY_MAX_POSITIONS
-    model, tokenizer = _load_model(ta.model, grpo.model_init_kwargs)
+    model, tokenizer = _load_model(resolve_model(ta), grpo.model_init_kwargs)
     rows = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > rows:  # more tokens than embedding rows: an index error at the first such token
         raise ValueError(f"model={ta.model!r}: the tokenizer has {len(tokenizer)} tokens but the model's embedding "
                          f"has {rows} rows (vocab_size); model and tokenizer do not belong together")
     return model, tokenizer, getattr(model.config, "max_position_embeddings", None)
+
+
+def resolve_model(ta: ModelTaskArgs) -> str:
+    """The model dir or id to load: a name of ``stare models list`` is built into the cache on first use."""
+    from stare_rl.models.pretrained import ensure_pretrained, is_pretrained_name
+
+    if not is_pretrained_name(ta.model):
+        return ta.model
+    from stare_rl.io.cache import cache_dir
+
+    return str(ensure_pretrained(ta.model, cache_dir(ta.cache_dir), say=lambda line: print(line, flush=True)))
 
 
 def _load_model(path: str, init_kwargs: dict[str, Any] | None) -> tuple[Any, Any]:
@@ -180,11 +202,19 @@ def _load_model(path: str, init_kwargs: dict[str, Any] | None) -> tuple[Any, Any
 
     from stare_rl.models.tokenizer import load_tokenizer
 
+    if Path(path).suffix.lower() == ".gguf":
+        raise ValueError(f"model={path!r} is a GGUF file, not a Hugging Face model dir; for the known ones use a "
+                         "name of `stare models list`, else convert it once with transformers "
+                         "(AutoModelForCausalLM.from_pretrained(dir, gguf_file=...).save_pretrained(out))")
     try:
         tokenizer = load_tokenizer(path)
         model = AutoModelForCausalLM.from_pretrained(path, **(init_kwargs or {}))
-    except (OSError, ValueError) as err:
-        raise ValueError(f"model={path!r} cannot be loaded offline: {err}") from err
+    except Exception as err:  # noqa: BLE001 - a corrupt dir fails in many ways (OSError, SafetensorError, JSON)
+        raise ValueError(f"model={path!r} cannot be loaded offline: {type(err).__name__}: {err}") from err
     if tokenizer.pad_token is None:  # GRPO pads completions
+        if tokenizer.eos_token is None:
+            raise ValueError(f"model={path!r}: its tokenizer has neither a pad_token nor an eos_token, so completions "
+                             "can be neither padded nor ended; set pad_token and eos_token in its "
+                             "tokenizer_config.json")
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer

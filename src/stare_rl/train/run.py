@@ -123,6 +123,9 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
             path = warm_start(ta.task, cache, seed=ws.warmstart_seed,
                               config=ws.warmstart_config())
             print(f"warm start: {path}", flush=True)
+            unlearned = warmstart_warning(path)
+            if unlearned:
+                print(f"stare train: warning: {unlearned}", file=sys.stderr, flush=True)
             model, tokenizer = _load_model(str(path), grpo.model_init_kwargs)
         stopped = _train_and_evaluate(prep, model, tokenizer, layout)
     return layout.root, stopped
@@ -195,6 +198,9 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
     before, before_path = None, layout.root / INITIAL_EVAL_FILE
     if ta.initial_eval and ta.final_eval and prep.resume is None:
         before = _evaluate(prep, trainer.model, tokenizer, before_path, "held-out evaluation before training")
+        silent = zero_start_warning(before, ta.eval_k, watch.reward_note)
+        if silent:
+            print(f"stare train: warning: {silent}", file=sys.stderr, flush=True)
     elif before_path.is_file():  # resumed: the interrupted run measured the start
         before = json.loads(before_path.read_text())
     if _finished(prep.resume, grpo.max_steps):  # killed after its last step (e.g. in the final evaluation)
@@ -213,6 +219,35 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
     for where in (layout.root, layout.model):  # replaces TRL's generic card ("fine-tuned version of [None]")
         write_text_atomic(where / "README.md", card)
     return None
+
+
+WARMSTART_LEARNED_GREEDY = 0.1  # held-out greedy accuracy below this: the warm start did not learn its task
+
+
+def warmstart_warning(path: Path) -> str | None:
+    """A plain warning when the cached warm start at ``path`` ended without learning its task (held-out greedy
+    accuracy below :data:`WARMSTART_LEARNED_GREEDY`): GRPO on it has almost no correct sample to reinforce."""
+    from stare_rl.train.warmstart import WARMSTART_FILE
+
+    info_path = Path(path) / WARMSTART_FILE
+    info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+    final = info.get("final") or {}
+    greedy = final.get("greedy_acc")
+    if greedy is None or greedy >= WARMSTART_LEARNED_GREEDY:
+        return None
+    return (f"the warm start did not learn its task: held-out greedy accuracy {greedy:.3f} after {info.get('steps')} "
+            f"SFT steps ({info_path}); GRPO from it will find almost no correct sample to reinforce. Fix the recipe "
+            "for this model (warmstart_learning_rate, warmstart_max_steps) before spending the GRPO budget")
+
+
+def zero_start_warning(before: dict[str, Any], k: int, reward_note: str) -> str | None:
+    """A plain warning when the starting policy scored 0 on every held-out sample: GRPO's advantages are all 0."""
+    score = before.get(f"avg@{k}")
+    if score is None or score > 0:
+        return None
+    return (f"the starting policy scored 0 on all {before.get('n', '?')} x {k} held-out samples: every advantage "
+            f"will be 0 and GRPO learns nothing unless some training sample scores. The reward cannot read what this "
+            f"model writes, or the task is too hard for it. In use: {reward_note}")
 
 
 def _save_final_model(trainer: Any, tokenizer: Any, task: Any, final: Path) -> None:

@@ -31,6 +31,7 @@ from stare_rl.core.registry import BASELINE_METHOD
 from stare_rl.engines.verl.cpu import PLATFORM_ENV, PLATFORM_NAME, ROLLOUT_NAME
 
 DATA_SOURCE = "stare_rl/arithmetic"
+CHAT_SOURCE = "stare_rl/chat_arithmetic"  # a real chat model's data (--model): scored by the final number
 CHAT_TEMPLATE = "{{- bos_token -}}{%- for m in messages -%}{{- m['content'] -}}{%- endfor -%}"
 EXACT_MODULE = "stare_rl.engines.verl.main"
 FP32_MIXED_PRECISION = "{param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"  # FSDP's default param dtype is bf16
@@ -43,6 +44,10 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     DEVIATION (dry run only): a random tiny model never answers right, so a 0/1 reward would give every
     group the same reward and zero advantages; the partial credit makes the update non-trivial.
     """
+    if data_source == CHAT_SOURCE:  # a real chat model answers in words: no partial credit needed
+        from stare_rl.tasks.rewards import number_reward
+
+        return number_reward(solution_str, ground_truth)
     text = solution_str.split("<eos>")[0].strip()
     if text == ground_truth:
         return 1.0
@@ -50,8 +55,12 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     return 0.5 * hits / max(len(ground_truth), 1)
 
 
-def build_assets(out: str | Path, *, n_train: int = 64, n_test: int = 16, seed: int = 0) -> dict[str, str]:
-    """Write the tiny model and the data under ``out``; return their paths (idempotent: kept when present)."""
+def build_assets(out: str | Path, *, n_train: int = 64, n_test: int = 16, seed: int = 0,
+                 model: str | Path | None = None) -> dict[str, str]:
+    """Write the tiny model and the data under ``out``; return their paths (idempotent: kept when present).
+
+    With ``model`` (a real chat model's dir), that model is used as it is and the data are the chat questions of
+    the ``chat_arithmetic`` task (``chat_*.parquet``), scored by the final number the model writes."""
     import pandas as pd
 
     from stare_rl.models.tiny import build_tiny_model
@@ -59,8 +68,11 @@ def build_assets(out: str | Path, *, n_train: int = 64, n_test: int = 16, seed: 
     from stare_rl.tasks import get_task
 
     out = Path(out).expanduser().resolve()
-    paths = {"model": out / "model", "train": out / "train.parquet", "test": out / "test.parquet"}
-    task = get_task("arithmetic")
+    prefix = "chat_" if model is not None else ""
+    paths = {"model": Path(model) if model is not None else out / "model",
+             "train": out / f"{prefix}train.parquet", "test": out / f"{prefix}test.parquet"}
+    task = get_task("chat_arithmetic" if model is not None else "arithmetic")
+    source = CHAT_SOURCE if model is not None else DATA_SOURCE
     if not (paths["model"] / "config.json").is_file():
         tok = build_char_tokenizer(task.alphabet)  # newline included (verl's Qwen agent-loop check)
         tok.chat_template = CHAT_TEMPLATE
@@ -70,7 +82,7 @@ def build_assets(out: str | Path, *, n_train: int = 64, n_test: int = 16, seed: 
     for split, n in (("train", n_train), ("test", n_test)):
         if paths[split].is_file():
             continue
-        rows = [{"data_source": DATA_SOURCE, "prompt": [{"role": "user", "content": r["prompt"]}],
+        rows = [{"data_source": source, "prompt": _messages(r["prompt"]),
                  "ability": "math", "reward_model": {"style": "rule", "ground_truth": r["answer"]},
                  "extra_info": {"index": i, "split": split}}
                 for i, r in enumerate(task.make_split(split, n, seed))]
@@ -79,14 +91,29 @@ def build_assets(out: str | Path, *, n_train: int = 64, n_test: int = 16, seed: 
     return {k: str(v) for k, v in paths.items()}
 
 
+def _messages(prompt: Any) -> list[dict[str, str]]:
+    return prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+
+
+# A real chat model (--model): its prompts are its chat template around a question (SmolLM2's system turn
+# included: ~45 tokens), it answers in a sentence, and it was pretrained (TRL's GRPO learning rate, not the
+# random tiny model's).
+REAL_MODEL_SIZES = {"prompt_length": 64, "response_length": 32, "lr": 1e-6}
+
+
 def cpu_overrides(assets: dict[str, str], out: str | Path, steps: int, *, batch: int = 4, n: int = 4,
-                  response_length: int = 8) -> list[str]:
-    """The Hydra overrides that make a recipe run on the CPU with the tiny model (see the module docstring)."""
+                  response_length: int = 8, real_model: bool = False) -> list[str]:
+    """The Hydra overrides that make a recipe run on the CPU with the tiny model (see the module docstring), or
+    with a real chat model's sizes (``real_model``: :data:`REAL_MODEL_SIZES`)."""
     out = Path(out).expanduser().resolve()
+    prompt_length, lr = 16, 1e-3
+    if real_model:
+        prompt_length, response_length, lr = (REAL_MODEL_SIZES[k] for k in ("prompt_length", "response_length", "lr"))
     a, r, ref = "actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.ref"
     return [
         f"data.train_files={assets['train']}", f"data.val_files={assets['test']}",
-        f"data.train_batch_size={batch}", "data.max_prompt_length=16", f"data.max_response_length={response_length}",
+        f"data.train_batch_size={batch}", f"data.max_prompt_length={prompt_length}",
+        f"data.max_response_length={response_length}",
         "data.filter_overlong_prompts=false", "data.dataloader_num_workers=0",
         "algorithm.filter_groups.enable=false",
         f"actor_rollout_ref.model.path={assets['model']}", "actor_rollout_ref.model.use_remove_padding=false",
@@ -95,7 +122,7 @@ def cpu_overrides(assets: dict[str, str], out: str | Path, steps: int, *, batch:
         f"{a}.strategy=fsdp2", f"{ref}.strategy=fsdp2", f"{a}.fsdp_config.dtype=float32", f"{ref}.fsdp_config.dtype=float32",
         *(f"+{role}.fsdp_config.mixed_precision={FP32_MIXED_PRECISION}" for role in (a, ref)),
         f"{a}.ppo_mini_batch_size={batch}", f"{a}.use_dynamic_bsz=false", f"{a}.ppo_micro_batch_size_per_gpu={batch * n}",
-        f"{a}.optim.lr=1e-3",
+        f"{a}.optim.lr={lr:g}",
         f"{r}.name={ROLLOUT_NAME}", f"{r}.n={n}", f"{r}.dtype=float32", f"{r}.tensor_model_parallel_size=1",
         f"{r}.log_prob_use_dynamic_bsz=false", f"{r}.log_prob_micro_batch_size_per_gpu={batch * n}",
         f"{ref}.log_prob_use_dynamic_bsz=false", f"{ref}.log_prob_micro_batch_size_per_gpu={batch * n}",
@@ -153,12 +180,13 @@ def run_info(cfg: Any, recipe: str, module: str) -> dict[str, Any]:
 
 
 def dryrun_command(recipe: str, out: str | Path, steps: int, user_overrides: list[str], *,
-                   module: str | None = None) -> tuple[list[str], dict[str, str]]:
+                   module: str | None = None, model: str | Path | None = None) -> tuple[list[str], dict[str, str]]:
     """``(argv, assets)``: the verl command line of the dry run (its environment: :func:`dryrun_env`). Writes
-    ``<out>/run_config.json`` (:func:`run_info`), so that ``stare report <out>`` labels the run."""
+    ``<out>/run_config.json`` (:func:`run_info`), so that ``stare report <out>`` labels the run. ``model``: a real
+    chat model's dir instead of the tiny one (with chat questions and that model's sizes)."""
     config_dir, name = recipe_location(recipe)
-    assets = build_assets(Path(out) / "assets")
-    overrides = cpu_overrides(assets, out, steps) + list(user_overrides)
+    assets = build_assets(Path(out) / "assets", model=model)
+    overrides = cpu_overrides(assets, out, steps, real_model=model is not None) + list(user_overrides)
     cfg = compose_config(config_dir, name, overrides)
     module = module or entry_module(cfg)
     (Path(out) / "run_config.json").write_text(json.dumps(run_info(cfg, recipe, module), indent=2))
