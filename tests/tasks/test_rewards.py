@@ -169,3 +169,29 @@ def test_missing_and_broken_files(tmp_path) -> None:
     (tmp_path / "data.csv").write_text("prompt,answer\n")
     with pytest.raises(ValueError, match="unsupported file type"):
         load_dataset_rows(tmp_path / "data.csv")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("23 + 45 = 68. So the answer is 68.", 68.0),
+    ("It is 1,234 apples", 1234.0),
+    ("x = -3.5", -3.5),
+    ("\\boxed{12} and then 13", 12.0),  # a boxed number wins over a later one
+    ("\\boxed{x} is 7", 7.0),  # a box without a number: the last number written
+    ("no digits here", None),
+    ("", None),
+])
+def test_final_number_reads_plain_text_answers(text: str, expected: float | None) -> None:
+    from stare_rl.tasks.rewards import final_number
+
+    assert final_number(text) == expected
+
+
+def test_number_reward_compares_numbers_not_strings() -> None:
+    from stare_rl.tasks.rewards import number_reward, parse_number
+
+    assert number_reward("The answer is 68.", "68") == 1.0
+    assert number_reward("68.0", "68") == 1.0 and number_reward("1,000", "1000") == 1.0
+    assert number_reward("680", "68") == 0.0 and number_reward("6 8", "68") == 0.0
+    assert number_reward("68", "sixty-eight") == 0.0  # an answer that is not a number never scores
+    assert parse_number(" -7 ") == -7.0 and parse_number("1,234") == 1234.0
+    assert parse_number("12 13") is None and parse_number("+=") is None

@@ -53,8 +53,23 @@ class SampleSpec:
             raise ValueError(f"advantages={self.advantages!r} must be one of {list(ADVANTAGE_SOURCES)}")
 
 
-def _generate(model: Any, tokenizer: Any, prompts: list[str], spec: SampleSpec) -> tuple[list, list]:
-    enc = tokenizer(prompts, return_tensors="pt", padding=True)  # left-padded
+def _render(prompts: list[Any], tokenizer: Any) -> tuple[list[str], bool]:
+    """``(texts, chat)``: chat prompts (lists of messages) through the tokenizer's chat template, which already holds
+    the special tokens; plain prompts as they are."""
+    if not any(isinstance(p, list) for p in prompts):
+        return list(prompts), False
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError("the task's prompts are chat messages but the model's tokenizer has no chat template")
+    return [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts], True
+
+
+def _generate(model: Any, tokenizer: Any, prompts: list[Any], spec: SampleSpec) -> tuple[list, list]:
+    texts, chat = _render(prompts, tokenizer)
+    padding_side, tokenizer.padding_side = tokenizer.padding_side, "left"  # generation continues the prompt
+    try:
+        enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=not chat)  # left-padded
+    finally:
+        tokenizer.padding_side = padding_side
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(spec.seed)
         out = model.generate(

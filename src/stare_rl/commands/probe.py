@@ -27,8 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model", default="tiny",
                    help="'tiny': the embedded warm-started model for --task (trained and cached on first use); "
-                   "'tiny-random': the same architecture, random init (use with --advantages random); or a local "
-                   "Hugging Face causal-LM directory")
+                   "'tiny-random': the same architecture, random init (use with --advantages random); a name of "
+                   "`stare models list` (a real LM, e.g. smollm2-135m-instruct, with --task chat_arithmetic); or a "
+                   "local Hugging Face causal-LM directory")
     p.add_argument("--task", default="arithmetic", help="embedded task supplying prompts and rewards")
     p.add_argument("--cache-dir", default=None,
                    help="warm-start cache (for --model tiny); default: $STARE_RL_CACHE, else $XDG_CACHE_HOME/stare-rl, "
@@ -66,6 +67,12 @@ def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
         tok = build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE)  # the vocabulary of `--model tiny`
         return build_tiny_model(tok, seed=args.seed), tok, "tiny-random"
     path = Path(args.model).expanduser()
+    from stare_rl.models.pretrained import ensure_pretrained, is_pretrained_name
+
+    if is_pretrained_name(args.model):  # a real LM from a PyPI wheel (stare models), built on first use
+        from stare_rl.io.cache import cache_dir
+
+        path = ensure_pretrained(args.model, cache_dir(args.cache_dir), say=print)
     if args.model == "tiny":
         from stare_rl.io.cache import cache_dir
         from stare_rl.train.warmstart import warm_start

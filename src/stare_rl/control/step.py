@@ -246,7 +246,8 @@ def far_target_warnings(controllers: dict[str, Controller], start_entropy: float
             continue
         value = float(target.spec.absolute)
         ratio = start_entropy / value if value > 0 else math.inf
-        if ratio >= FAR_TARGET_RATIO or ratio <= 1 / FAR_TARGET_RATIO:
+        spread = max(ratio, 1 / ratio) if ratio > 0 else math.inf
+        if spread >= FAR_TARGET_RATIO * (1 - 1e-9):  # x3 exactly counts, whatever the rounding
             where = "above" if ratio > 1 else "below"
             out.append(f"{name}: {target.name}={target.spec.spelling()} is absolute and the policy's starting batch entropy "
                        f"is {start_entropy:.3f}, {ratio:.2g}x the target ({where} it): it was set for another "

@@ -16,11 +16,10 @@ from typing import Any
 from stare_rl.tasks.base import Task, check_split_args
 from stare_rl.tasks.rewards import number_reward
 
-# Three phrasings of each question; "Reply with just the number." keeps answers short (measured: 34 % correct and
-# 77 % of completions ended within 32 tokens on one-digit sums, against 22 % and 30 % without it).
+# Two phrasings of each question. "Reply with just the number." keeps answers short; "Add {a} and {b}." was
+# measured at half the accuracy of these two and left out (calibration: docs/train.md, "A real pretrained model").
 PHRASINGS = (
     "What is {a} + {b}? Reply with just the number.",
-    "Add {a} and {b}. Reply with just the number.",
     "What is the sum of {a} and {b}? Reply with just the number.",
 )
 TEST_PERCENT = 25  # of the (a, b) pairs; every phrasing of a pair is in the same split
@@ -38,6 +37,8 @@ class ChatArithmeticTask(Task):
     name = "chat_arithmetic"
     alphabet = ""  # no character tokenizer: a real model's own tokenizer reads the prompts
     needs_chat_model = True
+    reward_note = ("the final number the completion writes (the last \\boxed{} if it holds one) equals the sum "
+                   "(chat_arithmetic)")
 
     def __init__(self, low: int = 0, high: int = 9, max_completion_tokens: int = 32) -> None:
         for key, value in (("low", low), ("high", high), ("max_completion_tokens", max_completion_tokens)):

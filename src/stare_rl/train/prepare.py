@@ -52,7 +52,8 @@ def _reward(ta: ModelTaskArgs, task: Any) -> tuple[Any, str]:
 
         return math_reward, (f"reward: math (reward={ta.reward}): 1 when math-verify finds the last \\boxed{{...}} "
                              "of a completion equal to the row's answer, else 0")
-    return task.reward, f"reward: task (reward={ta.reward}): the {task.name} task's own check of the answer, 1 or 0"
+    what = getattr(task, "reward_note", f"the {task.name} task's own check of the answer")
+    return task.reward, f"reward: task (reward={ta.reward}): {what}, 1 or 0"
 
 
 def prepare(plan: Plan) -> Prepared:

