@@ -2,6 +2,7 @@
 
     nohup python studies/confirm10/run_cells.py --run-root /work/runs/confirm10 > /work/runs/confirm10/driver.log 2>&1 &
     python studies/confirm10/run_cells.py --dry-run          # the cells in order and their state
+    python studies/confirm10/run_cells.py --status           # + steps logged, checkpoints, seconds per step so far
     touch /work/runs/confirm10/STOP                           # start no new cell (running ones finish and are committed)
 
 Order (studies/confirm10/HYPOTHESES.md): seeds 3-9 of `grid_main.yaml` (per seed grpo, stare_auto_t03,
@@ -146,13 +147,42 @@ def finish(root: Path, part: str, m: str, s: int) -> None:
     print(f"{time.strftime('%H:%M:%S')} {msg}: commit {git_commit(msg)}", flush=True)
 
 
+def status(root: Path) -> str:
+    """One line per cell: committed / finished (wall s) / running or interrupted (steps logged, last checkpoint,
+    mean step_time of the logged steps) / not started."""
+    lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, run root {root}"]
+    for c in cells():
+        part, m, s = c
+        d = run_dir(root, *c)
+        if committed(*c):
+            wall = json.loads((DOCS / part / "runs" / m / f"seed{s}" / "compare_done.json").read_text()).get("wall_s")
+            lines.append(f"{part} {m}/seed{s}: committed, {wall:.0f} s wall")
+        elif (d / "compare_done.json").is_file():
+            lines.append(f"{part} {m}/seed{s}: finished, not committed")
+        elif (d / "metrics.jsonl").is_file():
+            rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines() if x.strip()]
+            times = [r["step_time"] for r in rows if isinstance(r.get("step_time"), (int, float))]
+            ckpts = sorted(int(p.name.split("-")[1]) for p in d.glob("checkpoint-*"))
+            last = ckpts[-1] if ckpts else None
+            lines.append(f"{part} {m}/seed{s}: unfinished, {max((r.get('step', 0) for r in rows), default=0)} steps "
+                         f"logged, last checkpoint {last}, mean step_time {sum(times) / len(times):.2f} s"
+                         if times else f"{part} {m}/seed{s}: started, no step logged")
+        else:
+            lines.append(f"{part} {m}/seed{s}: not started")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python studies/confirm10/run_cells.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--run-root", type=Path, default=Path("/work/runs/confirm10"), help="run directories (outside the repo)")
     p.add_argument("--parallel", type=int, default=2)
     p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--status", action="store_true", help="with --dry-run's list, the progress of unfinished cells")
     args = p.parse_args(argv)
     root = args.run_root.resolve()
+    if args.status:
+        print(status(root))
+        return 0
     todo = []
     for c in cells():
         part, m, s = c
