@@ -150,7 +150,9 @@ def finish(root: Path, part: str, m: str, s: int) -> None:
 def status(root: Path) -> str:
     """One line per cell: committed / finished (wall s) / running or interrupted (steps logged, last checkpoint,
     mean step_time of the logged steps) / not started."""
-    lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, run root {root}"]
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, run root {root}, load average {load} "
+             f"(1/5/15 min) on {os.cpu_count()} CPUs"]
     for c in cells():
         part, m, s = c
         d = run_dir(root, *c)
