@@ -806,6 +806,10 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/tasks.md", row) for row in calc_tool_rows()),
         *(("docs/methods.md", text) for text in methods_numbers()),
         ("docs/benchmarks.md", gpu_losses()),
+        ("docs/compare.md", "(`stare probe`: Pearson "
+                            + "-".join(f"{x:.2f}" for x in sorted(_score(_probe(s), "shared", "sgd", "exact")
+                                                                  for s in (0, 1, 2))[::2])
+                            + " over 3 seeds with shared parameters"),
         *(("docs/compare.md", text) for text in compare_controller_numbers()),
         ("docs/compare.md", f"({_signed(min(p1))} to {_signed(max(p1))} points\npass@1,"),
         ("docs/compare.md", f"Clip-Cov is {_signed(_gain(cot, 'clip_cov', 'avg@k', ctl), 2)} / "
