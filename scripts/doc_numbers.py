@@ -114,7 +114,7 @@ def render_headline() -> str:
     cell = RESULTS / "frontier_cot" / "runs" / "grpo" / "seed0"
     ev, steps = json.loads((cell / "eval.json").read_text()), json.loads((cell / "train_summary.json").read_text())["step"]
     return (
-        f"On `countdown_cot` (a {params / 1e6:.2f}M-parameter model, {steps:,} GRPO steps, {ev['n']} held-out prompts x "
+        f"On `countdown_cot` (a {params / 1e6:.2f}M-parameter model, {f'{steps:,}'.replace(',', ' ')} GRPO steps, {ev['n']} held-out prompts x "
         f"{ev['k']} samples), STARE\n"
         f"C2 with `weight_control: auto` held at 0.3x of its starting entropy reached held-out pass@1\n"
         f"**{_ms(p1['st'], 100)} %** and pass@32 **{_ms(pk['st'], 100)} %**, against GRPO's {_ms(p1['grpo'], 100)} % "
