@@ -1,0 +1,217 @@
+"""Issue 42 item 2: apply the pre-registered rules (studies/real_lm/HYPOTHESES.md) to the finished cells.
+
+Reads every cell of ``grid.yaml`` under ``--runs`` (a cell counts when ``stare compare`` marked it done), takes the
+frontier's per-cell values (:func:`stare_rl.compare.frontier.cell_values`), and writes ``real_lm.json`` and
+``real_lm.md`` into ``--out``: per-cell values, per-method spreads, the bound readings, and the verdicts of R0-R5.
+Missing cells are listed; a rule whose pair has fewer than 2 seeds is "not tested".
+
+    python studies/real_lm/analyze.py --runs /work/runs/real_lm --out docs/results/real_lm
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from stare_rl.analysis.runs import read_run
+from stare_rl.compare.frontier import cell_values
+from stare_rl.compare.frontier_rules import at_target
+from stare_rl.compare.grid import DONE_FILE, load_grid, restrict, spread
+
+HERE = Path(__file__).resolve().parent
+GRID = HERE / "grid.yaml"
+
+REFERENCE, CANDIDATE, BONUS, ENTROCRAFT = "grpo", "stare_auto_t05", "entropy_bonus_trl_t05", "entrocraft_t05"
+ACTUATORS = (CANDIDATE, BONUS, ENTROCRAFT)
+MIN_SEEDS = 2
+FALL_RATIO = 0.8  # R0: final batch H <= 0.8x the first step-batch H
+REACH_RATIO = 1.2  # R0b: GRPO's final batch H below 1.2x the target
+COST_POINTS = 0.02  # R3/R4: pass@1 cost threshold, 2 points
+TAIL_STEPS = 10  # bound readings: the last 10 logged steps
+AT_BOUND = 0.99
+BOUNDS = {CANDIDATE: (("loss/reweight_w", "control/reweight_w"), "auto_w_max", 50.0),
+          BONUS: (("control/entropy_coef",), "bonus_coef_max", 1.0)}
+
+
+def _series(run_dir: Path, keys: tuple[str, ...]) -> list[float]:
+    run = read_run(run_dir)
+    if run is None:
+        return []
+    key = next((k for k in keys if run.series.get(k)), None)
+    return [v for _, v in run.series.get(key, [])] if key else []
+
+
+def cell_record(method: str, run_dir: Path, band: float, cfg: dict[str, Any]) -> dict[str, Any]:
+    """The frontier's values plus the start batch entropy, response length, step time and the bound reading."""
+    rec: dict[str, Any] = dict(cell_values(run_dir, band))
+    h = _series(run_dir, ("control/batch_entropy", "actor/entropy"))
+    rec["start_batch_entropy"] = h[0] if h else None
+    for name, keys in (("response_length", ("response_length/mean", "completions/mean_length")),
+                       ("step_time", ("step_time",))):
+        s = _series(run_dir, keys)
+        rec[f"mean_{name}"] = sum(s) / len(s) if s else None
+    rec["bound"] = None
+    if method in BOUNDS:
+        keys, field, default = BOUNDS[method]
+        bound = float(cfg.get(field, default))
+        tail = _series(run_dir, keys)[-TAIL_STEPS:]
+        mean = sum(tail) / len(tail) if tail else None
+        rec["bound"] = {"field": field, "bound": bound, "tail_mean": mean,
+                        "at_bound": None if mean is None else mean >= AT_BOUND * bound}
+    return rec
+
+
+def load(runs: Path) -> tuple[dict[str, dict[int, dict[str, Any]]], list[str], Any]:
+    grid = restrict(load_grid(GRID), out=runs)
+    values: dict[str, dict[int, dict[str, Any]]] = {}
+    missing = []
+    for cell in grid.cells():
+        if not (cell.run_dir / DONE_FILE).is_file():
+            missing.append(cell.name)
+            continue
+        values.setdefault(cell.method, {})[cell.seed] = cell_record(cell.method, cell.run_dir, grid.band,
+                                                                     grid.cell_config(cell.method))
+    return values, missing, grid
+
+
+def _std(xs: list[float]) -> float:
+    return statistics.stdev(xs) if len(xs) >= 2 else 0.0
+
+
+def paired(values: dict[str, dict[int, dict[str, Any]]], a: str, b: str, key: str) -> dict[str, Any] | None:
+    """Per-seed d = a - b on ``key``, its mean m and tau = the larger seed std of a and b (None: < 2 seeds)."""
+    seeds = sorted(s for s in values.get(a, {}) if s in values.get(b, {})
+                   and values[a][s].get(key) is not None and values[b][s].get(key) is not None)
+    if len(seeds) < MIN_SEEDS:
+        return None
+    xa, xb = [values[a][s][key] for s in seeds], [values[b][s][key] for s in seeds]
+    d = [x - y for x, y in zip(xa, xb, strict=True)]
+    return {"seeds": seeds, "n": len(seeds), "d": d, "m": sum(d) / len(d), "tau": max(_std(xa), _std(xb))}
+
+
+def gain_rule(p: dict[str, Any] | None) -> str:
+    if p is None:
+        return "not tested"
+    if p["m"] > p["tau"] and all(x > 0 for x in p["d"]):
+        return "holds"
+    if p["m"] < -p["tau"] and all(x < 0 for x in p["d"]):
+        return "reversed"
+    return "not separated"
+
+
+def cost_rule(p: dict[str, Any] | None) -> str:
+    if p is None:
+        return "not tested"
+    if p["m"] >= -COST_POINTS:
+        return "holds"
+    if p["m"] < -COST_POINTS - p["tau"]:
+        return "does not hold"
+    return "not separated"
+
+
+def _mean_of(rows: list[dict[str, Any]], key: str) -> float | None:
+    xs = [r[key] for r in rows if r.get(key) is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def decide(values: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    grpo = list(values.get(REFERENCE, {}).values())
+    falls = [r["final_batch_entropy"] <= FALL_RATIO * r["start_batch_entropy"] for r in grpo
+             if r.get("final_batch_entropy") is not None and r.get("start_batch_entropy")]
+    out["R0"] = {"claim": "GRPO's entropy falls on the real LM within the budget", "per_seed": falls,
+                 "verdict": "not tested" if len(falls) < MIN_SEEDS else
+                 "holds" if all(falls) else "does not hold" if not any(falls) else "mixed"}
+    h, t = _mean_of(grpo, "final_batch_entropy"), _mean_of(grpo, "target")
+    if t is None:  # grpo holds no target: read the candidate's resolved targets
+        t = _mean_of(list(values.get(CANDIDATE, {}).values()), "target")
+    reach = None if h is None or t is None else h < REACH_RATIO * t
+    out["R0b"] = {"claim": "GRPO falls to the target (final batch H < 1.2x target)", "grpo_final_H": h,
+                  "target": t, "verdict": "not tested" if reach is None else "holds" if reach else "does not hold"}
+    out["R1"] = {}
+    for m in ACTUATORS:
+        rows = list(values.get(m, {}).values())
+        if len(rows) < MIN_SEEDS:
+            out["R1"][m] = {"verdict": "not tested", "n": len(rows)}
+            continue
+        summary = {"stats": {"final_batch_entropy": {"mean": _mean_of(rows, "final_batch_entropy")},
+                             "target": {"mean": _mean_of(rows, "target")}}}
+        bounds = [r["bound"]["at_bound"] for r in rows if r.get("bound")]
+        held = at_target(summary) and not any(bounds)
+        out["R1"][m] = {"claim": f"{m} holds its target", "n": len(rows), "at_target": at_target(summary),
+                        "at_bound_seeds": bounds, "verdict": "holds" if held else "does not hold"}
+    gate = "not tested: GRPO did not fall to the target; " if out["R0b"]["verdict"] == "does not hold" else ""
+    pk_g, p1_g = paired(values, CANDIDATE, REFERENCE, "pass@k"), paired(values, CANDIDATE, REFERENCE, "pass@1")
+    pk_b, p1_b = paired(values, CANDIDATE, BONUS, "pass@k"), paired(values, CANDIDATE, BONUS, "pass@1")
+    out["R2"] = {"claim": "STARE auto 0.5x has a higher pass@8 than GRPO", "pair": pk_g, "verdict": gain_rule(pk_g)}
+    out["R3"] = {"claim": "STARE auto 0.5x costs GRPO less than 2 points of pass@1", "pair": p1_g,
+                 "verdict": cost_rule(p1_g)}
+    out["R4"] = {"claim": "STARE auto 0.5x beats the adaptive bonus 0.5x: higher pass@8, < 2 points pass@1 cost",
+                 "pass@k": {"pair": pk_b, "verdict": gain_rule(pk_b)},
+                 "pass@1": {"pair": p1_b, "verdict": cost_rule(p1_b)}}
+    parts = (out["R2"]["verdict"], out["R3"]["verdict"], out["R4"]["pass@k"]["verdict"],
+             out["R4"]["pass@1"]["verdict"])
+    if "not tested" in parts:
+        r5 = "not tested"
+    elif all(v == "holds" for v in parts):
+        r5 = "holds"
+    elif "reversed" in (parts[0], parts[2]) or "does not hold" in (parts[1], parts[3]):
+        r5 = "does not carry over"
+    else:
+        r5 = "not separated"
+    out["R5"] = {"claim": "the countdown_cot ordering carries over", "verdict": r5}
+    if gate:
+        for k in ("R2", "R3", "R5"):
+            out[k]["verdict"] = gate + out[k]["verdict"]
+        for k in ("pass@k", "pass@1"):
+            out["R4"][k]["verdict"] = gate + out["R4"][k]["verdict"]
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["# Issue 42: real-LM comparison (studies/real_lm, pre-registered)", "",
+             f"Cells finished: {result['n_done']} of {result['n_cells']}; missing: "
+             f"{', '.join(result['missing']) or 'none'}.", "",
+             "| cell | seeds | pass@1 | pass@8 | final batch H | target | band fraction |", "|---|---|---|---|---|---|---|"]
+    for m, st in result["stats"].items():
+        def f(k: str, st: dict[str, Any] = st) -> str:
+            s = st.get(k)
+            return "-" if not s else f"{s['mean']:.3f}" + (f" ± {s['std']:.3f}" if s.get("n", 0) > 1 else "")
+        lines.append(f"| {m} | {len(result['values'].get(m, {}))} | {f('pass@1')} | {f('pass@k')} | "
+                     f"{f('final_batch_entropy')} | {f('target')} | {f('band_fraction')} |")
+    lines += ["", "± = sample std over seeds.", "", "## Verdicts", ""]
+    d = result["decisions"]
+    for k in ("R0", "R0b", "R2", "R3", "R5"):
+        lines.append(f"- **{k}** {d[k]['claim']}: {d[k]['verdict']}")
+    lines.append(f"- **R4** {d['R4']['claim']}: pass@8 {d['R4']['pass@k']['verdict']}, pass@1 "
+                 f"{d['R4']['pass@1']['verdict']}")
+    for m, r in d["R1"].items():
+        lines.append(f"- **R1** {m}: {r['verdict']}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--runs", type=Path, default=Path("runs/real_lm"), help="the grid's --out")
+    p.add_argument("--out", type=Path, default=Path("docs/results/real_lm"))
+    args = p.parse_args(argv)
+    values, missing, grid = load(args.runs)
+    stats = {m: {k: spread([r.get(k) for r in values.get(m, {}).values()])
+                 for k in ("pass@1", "pass@k", "final_batch_entropy", "target", "band_fraction",
+                           "mean_response_length", "mean_step_time")} for m in grid.methods}
+    result = {"grid": str(GRID.relative_to(HERE.parents[1])), "n_cells": len(grid.cells()),
+              "n_done": len(grid.cells()) - len(missing), "missing": missing, "values": values, "stats": stats,
+              "decisions": decide(values)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "real_lm.json").write_text(json.dumps(result, indent=2, default=str))
+    (args.out / "real_lm.md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
