@@ -2,6 +2,13 @@
 
     OMP_NUM_THREADS=1 python3 benchmarks/bench_step_vocab.py [--vocab 151936 | --vocab 128256] [--repeats 2]
     python3 benchmarks/bench_step_vocab.py --device cuda --hidden 256 --batch 32 --generations 8 --completion 32
+    python3 benchmarks/bench_step_vocab.py --model smollm2-135m-instruct --variants plain,vanilla,stare,steer
+
+``--model``: a real pretrained chat model (a name of ``stare models list``, built on first use, or an HF dir)
+instead of the random one, on the chat questions of the ``chat_arithmetic`` task, and the step split into where
+its time goes: generation (``model.generate``), the training forwards (every other forward of the model: the
+old/reference log-probabilities and the loss's forward) and the rest (backward, optimizer, rewards, the
+method's own work).
 
 What runs: a Qwen2 model built from a config (random init, no download; small hidden size, so the vocabulary
 projection and the per-token softmax statistics dominate, which is the worst case for any per-vocabulary
@@ -85,6 +92,9 @@ class _StepProbe:
         self.cpu: list[float] = []
         self.wall: list[float] = []
         self.peak_kib: list[int] = []
+        self.gen: list[float] = []  # wall seconds in model.generate per step
+        self.fwd: list[float] = []  # wall seconds in the model's other forwards per step
+        self._gen = self._fwd = 0.0
         self._t0 = (0.0, 0.0)
         self._rss0 = 0
         self.cuda = False
@@ -107,6 +117,7 @@ class _StepProbe:
                         f.write("5")  # VmHWM <- VmRSS
                     probe._rss0 = status_kib("VmRSS")
                 probe._t0 = (time.process_time(), time.perf_counter())
+                probe._gen = probe._fwd = 0.0
 
             def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
                 if probe.cuda:
@@ -119,8 +130,34 @@ class _StepProbe:
                 probe.cpu.append(time.process_time() - probe._t0[0])
                 probe.wall.append(time.perf_counter() - probe._t0[1])
                 probe.peak_kib.append(peak - probe._rss0)
+                probe.gen.append(probe._gen)
+                probe.fwd.append(probe._fwd)
 
         return Probe()
+
+    def time_phases(self, model: Any) -> None:
+        """Accumulate the wall time of ``model.generate`` and of the model's forwards outside it."""
+        generate, inside = model.generate, [False]
+
+        def timed_generate(*a: Any, **k: Any) -> Any:
+            t0, inside[0] = time.perf_counter(), True
+            try:
+                return generate(*a, **k)
+            finally:
+                inside[0] = False
+                self._gen += time.perf_counter() - t0
+
+        model.generate = timed_generate
+        started: list[float] = []
+        body = getattr(model, "model", model)  # the decoder: TRL's fused LM head calls it, not model.forward
+        body.register_forward_pre_hook(lambda *_: started.append(time.perf_counter()))
+
+        def done(*_: Any) -> None:
+            t0 = started.pop()
+            if not inside[0]:
+                self._fwd += time.perf_counter() - t0
+
+        body.register_forward_hook(done)
 
 
 def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -138,18 +175,26 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     hf_logging.set_verbosity_error()
     torch.set_num_threads(1)
     cuda = args.device == "cuda"
-    tok = build_vocab_tokenizer(args.vocab)
-    config = Qwen2Config(
-        vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=2 * args.hidden, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, tie_word_embeddings=True,
-        pad_token_id=0, bos_token_id=1, eos_token_id=2,
-    )
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config)
-    model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 2
-    ds = Dataset.from_list(get_task("arithmetic").make_split("train", 256, 0))
+    if args.model:  # a real pretrained chat model on chat questions
+        from stare_rl.models.tokenizer import load_tokenizer
+
+        path = _model_dir(args.model)
+        tok, model = load_tokenizer(path), AutoModelForCausalLM.from_pretrained(path)
+        ds = Dataset.from_list(get_task("chat_arithmetic").make_split("train", 126, 0))
+    else:
+        tok = build_vocab_tokenizer(args.vocab)
+        config = Qwen2Config(
+            vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=2 * args.hidden, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, tie_word_embeddings=True,
+            pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        )
+        model = AutoModelForCausalLM.from_config(config)
+        model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 2
+        ds = Dataset.from_list(get_task("arithmetic").make_split("train", 256, 0))
     probe = _StepProbe()
     probe.cuda = cuda
+    probe.time_phases(model)
     common = dict(
         output_dir=tempfile.mkdtemp(prefix="bench-vocab-"), per_device_train_batch_size=args.batch,
         num_generations=args.generations, max_completion_length=args.completion, learning_rate=1e-5,
@@ -164,7 +209,7 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         trainer.remove_callback(PrinterCallback)  # the adapter does not print every log either
     else:
         method = _METHOD[variant]
-        overrides = {"target_entropy": 100.0} if method == "stare" else {}  # random model: H ~ log V; gate on
+        overrides = {"target_entropy": 100.0} if method == "stare" else {}  # gate held on (any model's H < 100)
         stare_args = StareGRPOConfig(**common, method=method, quadrant_metrics=not args.no_quadrants, **overrides)
         trainer = StareGRPOTrainer(model=model, reward_funcs=_reward, processing_class=tok, train_dataset=ds,
                                    args=stare_args, callbacks=[probe.callback()])
@@ -172,7 +217,14 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     gate = [log["control/gate_on"] for log in trainer.state.log_history if "control/gate_on" in log]
     w = args.warmup
     return {"cpu": probe.cpu[w:], "wall": probe.wall[w:], "peak_kib": probe.peak_kib[w:],
-            "gate_on": gate[-1] if gate else None}
+            "gen": probe.gen[w:], "fwd": probe.fwd[w:], "gate_on": gate[-1] if gate else None}
+
+
+def _model_dir(model: str) -> str:
+    from stare_rl.io.cache import cache_dir
+    from stare_rl.models.pretrained import ensure_pretrained, is_pretrained_name
+
+    return str(ensure_pretrained(model, cache_dir())) if is_pretrained_name(model) else model
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -189,6 +241,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=2, help="round-robin repeats of every variant")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--no-quadrants", action="store_true", help="adapter without the quadrant diagnostics")
+    ap.add_argument("--model", default=None, help="a real chat model (stare models name or HF dir) instead of the "
+                    "random one; --vocab and --hidden then do not apply")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="cuda: the model on the GPU in bf16; wall time after synchronize, peak CUDA memory")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -261,7 +315,9 @@ def print_table(args: argparse.Namespace, results: dict[str, list[dict[str, Any]
     where = (f"{torch.cuda.get_device_name()}, bf16, wall after synchronize, peak = CUDA memory"
              if args.device == "cuda" else "1 thread")
     n_params = args.vocab * args.hidden + 2 * (4 * args.hidden**2 + 3 * args.hidden * 2 * args.hidden)
-    print(f"\nV={args.vocab} hidden={args.hidden} (~{n_params / 1e6:.1f}M parameters) batch={args.batch} "
+    shape = (f"model={args.model} (chat_arithmetic)" if args.model else
+             f"V={args.vocab} hidden={args.hidden} (~{n_params / 1e6:.1f}M parameters)")
+    print(f"\n{shape} batch={args.batch} "
           f"(x{args.generations} generations) completion<={args.completion} grad_accum={args.grad_accum} "
           f"num_iterations={args.iterations} quadrants={'off' if args.no_quadrants else 'on'}; "
           f"torch {torch.__version__}, {where}, "
@@ -275,6 +331,12 @@ def print_table(args: argparse.Namespace, results: dict[str, list[dict[str, Any]
         print(f"{v:<9}{c:>11.3f}{c / best(base, 'cpu'):>9.3f}{typical(v, 'cpu') / typical(base, 'cpu'):>11.3f}"
               f"{w:>12.3f}{w / best(base, 'wall'):>9.3f}{p:>15.1f}{p / peak(base):>9.3f}{p - peak(base):>12.1f}")
     print(f"(one TRL logits tile (tokens x 32768 fp32) here is about {chunk_mib:.0f} MiB)")
+    print("where the wall time of a step goes (median over repeats of the mean step, seconds): generation | "
+          "training forwards | the rest (backward, optimizer, rewards, method)")
+    for v in results:
+        gen, fwd, wall = typical(v, "gen"), typical(v, "fwd"), typical(v, "wall")
+        print(f"{v:<9}{gen:>9.3f} ({gen / wall:>4.0%}) {fwd:>9.3f} ({fwd / wall:>4.0%}) "
+              f"{wall - gen - fwd:>9.3f} ({(wall - gen - fwd) / wall:>4.0%})")
 
 
 if __name__ == "__main__":

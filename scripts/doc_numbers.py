@@ -605,6 +605,80 @@ def render_probe_seeds() -> str:
 
 
 # --------------------------------------------------------------------------------------------------- the blocks
+# ---------------------------------------------------------------------------------------------------- real LM
+REAL_LM = "real_lm"
+
+
+def _bench_table(rel: str) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]], str]:
+    """The step benchmark's printed tables (benchmarks/bench_step_vocab.py output, committed as is):
+    ``(per-variant ratios, per-variant phase seconds, load line)``."""
+    lines = (RESULTS / rel).read_text().splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("variant "))
+    ratios, phases = {}, {}
+    for ln in lines[head + 1:]:
+        parts = ln.split()
+        if len(parts) != 9:
+            break
+        ratios[parts[0]] = {"cpu": float(parts[1]), "x_cpu": float(parts[2]), "x_cpu_median": float(parts[3]),
+                            "wall": float(parts[4]), "peak_mib": float(parts[6])}
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("where the wall time"))
+    for ln in lines[start + 1:]:
+        parts = ln.replace("(", " ").replace(")", " ").replace("%", " ").split()
+        if len(parts) == 7:
+            phases[parts[0]] = {"gen": float(parts[1]), "fwd": float(parts[3]), "rest": float(parts[5])}
+    load = next(ln for ln in lines if ln.startswith("load average"))
+    return ratios, phases, load
+
+
+def render_real_lm() -> str:
+    """docs/train.md: the real LM's calibration, its cost per step on both engines and the step benchmark."""
+    run = RESULTS / REAL_LM / "stare_train"
+    before, after = (json.loads((run / f).read_text()) for f in ("eval_initial.json", "eval.json"))
+    summary = json.loads((run / "train_summary.json").read_text())
+    import yaml
+
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    rows = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "control/start_entropy" in r]
+    k = before["k"]
+    verl = [json.loads(ln)["data"] for ln in (RESULTS / REAL_LM / "verl_dryrun" / "metrics.jsonl").read_text().splitlines()]
+    ratios, phases, load = _bench_table(f"{REAL_LM}/bench_step.txt")
+
+    def ev(e: dict) -> str:
+        return (f"pass@1 (avg@{k}) **{e[f'avg@{k}']:.3f}**, pass@{k} {e[f'pass@{k}']:.3f}, greedy {e['greedy_acc']:.3f}, "
+                f"{e['mean_response_length']:.1f} tokens")
+
+    per_step = summary["train_runtime"] / summary["step"]
+    v = {key: statistics.mean(d[f"timing_s/{key}"] for d in verl) for key in ("step", "gen", "old_log_prob", "update_actor")}
+    plain = phases["plain"]
+    total = plain["gen"] + plain["fwd"] + plain["rest"]
+    lines = [
+        f"- **Calibration** (seed 0, one run; {before['n']} held-out prompts x {k} samples at temperature "
+        f"{before['temperature']:g}): the pretrained model starts at {ev(before)}; after {summary['step']} "
+        f"{config['method']} steps at learning rate {config['learning_rate']:g}: {ev(after)} (a change within the "
+        f"noise of {before['n'] * k} samples). Its first step batch's token-mean entropy is "
+        f"{steps[0]['control/start_entropy']:.2f} nats.",
+        f"- **TRL engine** (`stare train`, one torch thread, 8 completions of up to 32 tokens per step): "
+        f"{per_step:.1f} s per step ({summary['train_runtime']:.0f} s for {summary['step']} steps) on the 2-core "
+        "machine while other jobs ran.",
+        f"- **Where a step goes** (the step benchmark, plain TRL, wall seconds): generation "
+        f"{plain['gen'] / total:.0%}, the training forwards {plain['fwd'] / total:.0%}, the rest (backward, "
+        f"optimizer, rewards) {plain['rest'] / total:.0%}.",
+        "- **STARE's and STEER's step against plain TRL on this model** (CPU seconds per step, side by side in one "
+        "run, least-disturbed repeat / median over repeats): " + ", ".join(
+            f"{name} {ratios[name]['x_cpu']:.3f}x / {ratios[name]['x_cpu_median']:.3f}x"
+            for name in ("vanilla", "stare", "steer") if name in ratios)
+        + f"; {load.split(';')[0].replace('load average (1, 5, 15 min): ', 'load average ')}: at this load the "
+        "ratios are within the machine's noise, not a measurement of 1.02x.",
+        f"- **verl engine** (`stare verl-dryrun ... --model`, the exact entry point, 4 prompts x 4 samples of up to "
+        f"32 tokens, FSDP2 on the CPU): {v['step']:.0f} s per step, of which generation {v['gen']:.0f} s, the old "
+        f"log-probs {v['old_log_prob']:.0f} s and the actor update {v['update_actor']:.0f} s (mean of "
+        f"{len(verl)} steps; the same loaded machine). The rollout's and the actor's probabilities agree to "
+        f"{max(d['training/rollout_probs_diff_max'] for d in verl):.0e}.",
+    ]
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "headline": ("README.md", render_headline),
     "frontier-headline": ("docs/evidence.md", render_headline),
@@ -623,6 +697,7 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "probe-seeds": ("docs/analysis.md", render_probe_seeds),
     "probe-quadrants": ("docs/analysis.md", render_probe_quadrants),
     "probe-findings": ("docs/analysis.md", render_probe_findings),
+    "real-lm": ("docs/train.md", render_real_lm),
 }
 
 
@@ -792,7 +867,10 @@ def inline_checks() -> list[tuple[str, str]]:
     ac, gc = [w[f"auto_c2_cot_s{s}"] for s in range(3)], [w[f"grpo_cot_s{s}"] for s in range(3)]
     warm = cot["warm_start"]["pass@k"]
     wall = [r["wall_s"] / 60 for r in _robustness_runs("warmstart_robustness") if r["setting"] != "threads2"]
-    return [
+    model = _load(f"{REAL_LM}/stare_model.json")
+    real_lm = [("docs/train.md", f"{model['parameters']:,} parameters, vocabulary {model['vocab_size']:,}"),
+               ("docs/train.md", f"as a {model['quantization'].split()[0]} GGUF file")]
+    return real_lm + [
         ("README.md", f"({math.floor(min(wall))}-{math.ceil(max(wall))} min with one torch thread)"),
         ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
         ("docs/compare.md", f"; {min(cap07)}-{max(cap07)} at 0.7x)"),

@@ -106,7 +106,7 @@ def test_stare_train_uses_the_real_model_base_and_records_only_what_it_used(trl_
     assert config["model"] == NAME and config["task"] == "chat_arithmetic" and config["learning_rate"] == 1e-6
     assert not [k for k in config if k.startswith(("tiny_", "warmstart_"))]
     card = (run / "README.md").read_text()
-    assert "HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1" in card and "tiny model" not in card
+    assert "HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1" in card and "1M-parameter tiny model" not in card
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "control/batch_entropy" in r]
     assert [r["step"] for r in steps] == [1, 2]
@@ -133,10 +133,11 @@ def test_stare_eval_with_the_papers_sampling_and_stare_report_on_the_trl_run(trl
     assert cli.main(["eval", "--model", str(run / "model"), "--protocol", "chat_arithmetic", "--n", "2",
                      "--max-new-tokens", "16", "--out", str(out), "--no-progress"]) == 0
     result = json.loads(out.read_text())
-    ds = result["datasets"]["chat_arithmetic"] if "datasets" in result else result["chat_arithmetic"]
-    assert ds["top_p"] == 0.7 and ds["temperature"] == 1.0 and ds["n"] == 2 and 0.0 <= ds["avg@4"] <= 1.0
+    ds = result["by_source"]["chat_arithmetic"]
+    assert (result["protocol"], result["temperature"], result["top_p"]) == ("chat_arithmetic", 1.0, 0.7)
+    assert ds["n"] == 2 and 0.0 <= ds["avg@4"] <= ds["pass@4"] <= 1.0
     assert cli.main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
-    assert (tmp_path / "report" / "index.html").is_file()
+    assert (tmp_path / "report" / "report.html").is_file() and (tmp_path / "report" / "entropy.png").is_file()
 
 
 def test_a_users_trl_script_with_lora_trains_only_the_adapter(real_lm: Path, tmp_path: Path) -> None:
@@ -177,7 +178,11 @@ def test_verl_dryrun_on_the_real_lm_through_the_exact_entry_point(real_lm: Path,
                            str(real_lm), "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert json.loads((out / "run_config.json").read_text())["entry_point"] == "stare_rl.engines.verl.main"
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]  # verl's file logger
     assert [r["step"] for r in rows] == [1, 2]
-    assert all(r["response_length/max"] <= 32 for r in rows)  # the real model's sizes
+    for row in rows:
+        data = row["data"]
+        assert data["response_length/max"] <= 32 and data["control/start_entropy"] > 1.0  # a real LM's sizes
+        assert data["training/rollout_probs_diff_max"] < 1e-3  # the rollout and the actor agree on the real LM
     assert cli.main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
+    assert json.loads((tmp_path / "report" / "summary.json").read_text())

@@ -37,3 +37,15 @@ def test_too_many_rows_and_bad_settings_are_refused_by_name() -> None:
         get_task("chat_arithmetic", low=3, high=3)
     with pytest.raises(ValueError, match="max_completion_tokens=0 must be >= 1"):
         get_task("chat_arithmetic", max_completion_tokens=0)
+
+
+def test_the_split_sizes_the_docs_and_the_config_quote() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    task = get_task("chat_arithmetic")
+    n_train = len(task.make_split("train", 10**6, 0, allow_fewer=True))
+    n_test = len(task.make_split("test", 10**6, 0, allow_fewer=True))
+    assert f"({n_train} train, {n_test} test prompts)" in (root / "docs" / "train.md").read_text()
+    config = (root / "src" / "stare_rl" / "configs" / "chat_arithmetic.yaml").read_text()
+    assert f"train_size: {n_train}\n" in config and f"{n_train} train and {n_test} test prompts" in config

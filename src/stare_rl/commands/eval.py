@@ -215,7 +215,7 @@ def main(argv: list[str]) -> int:
             text = (f"model:    {args.model}\nprotocol: {metrics['protocol']} (temperature {metrics['temperature']}, "
                     f"top_p {metrics['top_p']})\n\n{format_source_table(metrics['by_source'])}\n\n"
                     f"  average of the avg@n column: {metrics['average']:.4f}")
-        elif tool_task is not None:  # multi-turn episodes with the task's tools (tasks/tool_eval.py)
+        elif tool_task is not None:  # multi-turn episodes with the task's tools (evaluation/tools.py)
             metrics, source = _evaluate_tool_task(args, tool_task)
             metrics = {"model": str(args.model), "source": source, **metrics}
             text = format_table(metrics, source, str(args.model))
