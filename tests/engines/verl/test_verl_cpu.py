@@ -171,3 +171,22 @@ def test_cli_print_only_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "recipe='no_such_recipe': neither a YAML file nor a shipped recipe" in capsys.readouterr().err
     assert main(["verl-dryrun", "grpo_ds_qwen25_math_1p5b", "--steps", "0", "--print-only"]) == 2
     assert "--steps=0 must be >= 1" in capsys.readouterr().err
+
+
+def test_a_user_model_path_to_a_real_lm_gets_chat_data_and_its_sizes(tmp_path: Path) -> None:
+    """`stare verl-dryrun <recipe> actor_rollout_ref.model.path=<real LM dir>` (issue 41): the same as `--model`;
+    a tiny character model's dir stays on the tiny data."""
+    import json as _json
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "config.json").write_text(_json.dumps({"vocab_size": 49152}))
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    (tiny / "config.json").write_text(_json.dumps({"vocab_size": 17}))
+    assert D._user_model([f"actor_rollout_ref.model.path={real}"]) == real.resolve()
+    assert D._user_model([f"actor_rollout_ref.model.path={tiny}"]) is None
+    assert D._user_model(["data.max_prompt_length=64"]) is None
+    overrides = D.cpu_overrides({"train": "t", "test": "v", "model": str(real)}, tmp_path, 2, real_model=True)
+    assert "data.max_prompt_length=64" in overrides and "data.max_response_length=32" in overrides
+    assert "actor_rollout_ref.actor.optim.lr=1e-06" in overrides

@@ -185,12 +185,28 @@ def dryrun_command(recipe: str, out: str | Path, steps: int, user_overrides: lis
     ``<out>/run_config.json`` (:func:`run_info`), so that ``stare report <out>`` labels the run. ``model``: a real
     chat model's dir instead of the tiny one (with chat questions and that model's sizes)."""
     config_dir, name = recipe_location(recipe)
+    model = model if model is not None else _user_model(user_overrides)
     assets = build_assets(Path(out) / "assets", model=model)
     overrides = cpu_overrides(assets, out, steps, real_model=model is not None) + list(user_overrides)
     cfg = compose_config(config_dir, name, overrides)
     module = module or entry_module(cfg)
     (Path(out) / "run_config.json").write_text(json.dumps(run_info(cfg, recipe, module), indent=2))
     return [sys.executable, "-m", module, f"--config-path={config_dir}", f"--config-name={name}", *overrides], assets
+
+
+MODEL_PATH_KEY = "actor_rollout_ref.model.path"
+REAL_VOCAB = 1024  # the tiny models' character vocabularies have under 100 tokens; a real LM's has tens of thousands
+
+
+def _user_model(overrides: list[str]) -> Path | None:
+    """A model dir the user set with ``actor_rollout_ref.model.path=<dir>``: a real model, so the run gets chat data
+    and that model's sizes, as with ``--model`` (the user's override still wins, coming last)."""
+    given = [o.split("=", 1)[1] for o in overrides if o.lstrip("+").startswith(MODEL_PATH_KEY + "=")]
+    path = Path(given[-1]).expanduser() if given else None
+    if path is None or not (path / "config.json").is_file():
+        return None
+    vocab = json.loads((path / "config.json").read_text()).get("vocab_size") or 0
+    return path.resolve() if vocab > REAL_VOCAB else None  # not a character-level tiny model
 
 
 def dryrun_env(base: dict[str, str] | None = None, *, metrics_path: str | Path | None = None) -> dict[str, str]:
