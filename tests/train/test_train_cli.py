@@ -260,3 +260,21 @@ def test_an_enum_valued_field_is_saved_as_its_plain_value(tmp_path: Path) -> Non
     assert isinstance(plan.explicit["save_strategy"], Enum)  # the parsed value, what used to crash the writer
     train._write_config(tmp_path / "config.yaml", plan.explicit)
     assert load_yaml_config(str(tmp_path / "config.yaml"))["save_strategy"] == "no"
+
+
+def test_a_model_dir_starts_from_the_real_model_base_and_records_only_what_it_uses(tmp_path: Path) -> None:
+    """Issue 41: any model but `tiny` gets TRL's defaults, never the tiny model's learning rate or warm-start
+    fields; a dataset run's config holds no embedded-task field; a chat model given no task gets chat_arithmetic."""
+    model = save_tiny_model(tmp_path / "m")
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(f'{{"prompt": "{a}+{a}=", "answer": "{2 * a}"}}\n' for a in range(10, 30)))
+    plan = train.plan_run(["--model", str(model), "--dataset", str(data), "--output_dir", str(tmp_path / "r")])
+    assert plan.base_note.startswith("config: the real-model base (pretrained.yaml")
+    assert plan.grpo.learning_rate == 1e-6 and plan.explicit["learning_rate"] == 1e-6
+    assert not {"task", "train_size", "warmstart_seed"} & set(plan.explicit)
+    assert not [k for k in plan.explicit if k.startswith(("tiny_", "warmstart_"))]
+    tiny = train.plan_run(["--dataset", str(data), "--output_dir", str(tmp_path / "t")])  # the tiny model needs its task
+    assert tiny.explicit["task"] == "arithmetic" and tiny.grpo.learning_rate == 2e-4
+    (model / "chat_template.jinja").write_text("{{ messages[0]['content'] }}")
+    chat = train.plan_run(["--model", str(model), "--output_dir", str(tmp_path / "c")])
+    assert chat.task_args.task == "chat_arithmetic" and chat.grpo.max_steps == 20  # + chat_arithmetic.yaml
