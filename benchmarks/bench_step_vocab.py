@@ -177,9 +177,10 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     cuda = args.device == "cuda"
     torch.manual_seed(0)
     if args.model:  # a real pretrained chat model on chat questions
+        from stare_rl.models.pretrained import resolve_model
         from stare_rl.models.tokenizer import load_tokenizer
 
-        path = _model_dir(args.model)
+        path = resolve_model(args.model)
         tok, model = load_tokenizer(path), AutoModelForCausalLM.from_pretrained(path)
         ds = Dataset.from_list(get_task("chat_arithmetic").make_split("train", 126, 0))
     else:
@@ -218,13 +219,6 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     w = args.warmup
     return {"cpu": probe.cpu[w:], "wall": probe.wall[w:], "peak_kib": probe.peak_kib[w:],
             "gen": probe.gen[w:], "fwd": probe.fwd[w:], "gate_on": gate[-1] if gate else None}
-
-
-def _model_dir(model: str) -> str:
-    from stare_rl.io.cache import cache_dir
-    from stare_rl.models.pretrained import ensure_pretrained, is_pretrained_name
-
-    return str(ensure_pretrained(model, cache_dir())) if is_pretrained_name(model) else model
 
 
 def main(argv: list[str] | None = None) -> None:

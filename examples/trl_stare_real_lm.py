@@ -17,8 +17,7 @@ from datasets import Dataset
 from peft import LoraConfig
 from trl import TrlParser
 
-from stare_rl.io.cache import cache_dir
-from stare_rl.models.pretrained import ensure_pretrained
+from stare_rl.models.pretrained import resolve_model
 from stare_rl.tasks.rewards import number_reward
 from stare_rl.trl import StareGRPOConfig, StareGRPOTrainer
 
@@ -44,7 +43,7 @@ def main() -> None:
         use_cpu=True, bf16=False, gradient_checkpointing=False, seed=0,
     )
     args, script = parser.parse_args_and_config()
-    model_dir = script.model_dir or str(ensure_pretrained("smollm2-135m-instruct", cache_dir(), say=print))
+    model_dir = script.model_dir or resolve_model("smollm2-135m-instruct", say=print)  # built once, then cached
     rows = [{"prompt": [{"role": "user", "content": f"What is {a} + {b}? Reply with just the number."}],
              "answer": str(a + b)} for a in range(10) for b in range(10)]
     trainer = StareGRPOTrainer(

@@ -66,13 +66,9 @@ def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
 
         tok = build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE)  # the vocabulary of `--model tiny`
         return build_tiny_model(tok, seed=args.seed), tok, "tiny-random"
-    path = Path(args.model).expanduser()
-    from stare_rl.models.pretrained import ensure_pretrained, is_pretrained_name
+    from stare_rl.models.pretrained import resolve_model
 
-    if is_pretrained_name(args.model):  # a real LM from a PyPI wheel (stare models), built on first use
-        from stare_rl.io.cache import cache_dir
-
-        path = ensure_pretrained(args.model, cache_dir(args.cache_dir), say=print)
+    path = Path(resolve_model(args.model, args.cache_dir, say=print)).expanduser()  # a stare models name: built
     if args.model == "tiny":
         from stare_rl.io.cache import cache_dir
         from stare_rl.train.warmstart import warm_start

@@ -39,12 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _model_dir(model: str, cache: str | None) -> Path:
     """The dir of ``--model``: a name of ``stare models list`` is built on first use; a dir must hold a model."""
-    from stare_rl.io.cache import cache_dir
-    from stare_rl.models.pretrained import ensure_pretrained, is_pretrained_name
+    from stare_rl.models.pretrained import resolve_model
 
-    if is_pretrained_name(model):
-        return ensure_pretrained(model, cache_dir(cache), say=lambda line: print(line, flush=True))
-    path = Path(model).expanduser().resolve()
+    path = Path(resolve_model(model, cache, say=lambda line: print(line, flush=True))).expanduser().resolve()
     if not (path / "config.json").is_file():
         raise ValueError(f"--model={model!r}: neither a name of `stare models list` nor a Hugging Face model dir "
                          "(no config.json)")

@@ -223,6 +223,17 @@ def _convert(spec: PretrainedSpec, gguf: Path, out: Path) -> None:
     write_json_atomic(out / MODEL_INFO_FILE, info)  # last: its presence marks a complete dir
 
 
+def resolve_model(model: str, cache: str | os.PathLike | None = None,
+                  say: Callable[[str], None] = logger.info) -> str:
+    """What to load for ``model``: the built dir of a name of :data:`PRETRAINED` (built on first use in
+    :func:`stare_rl.io.cache.cache_dir` of ``cache``), anything else (a dir, a Hub id, ``tiny``) unchanged."""
+    if not is_pretrained_name(model):
+        return model
+    from stare_rl.io.cache import cache_dir
+
+    return str(ensure_pretrained(model, cache_dir(cache), say=say))
+
+
 def read_model_info(path: str | os.PathLike) -> dict | None:
     """``stare_model.json`` of a dir built here (what it is, its quantization), or ``None``."""
     p = Path(path) / MODEL_INFO_FILE
@@ -238,4 +249,5 @@ __all__ = [
     "is_pretrained_name",
     "pretrained_dir",
     "read_model_info",
+    "resolve_model",
 ]

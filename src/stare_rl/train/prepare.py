@@ -188,13 +188,9 @@ def _model_for_checks(ta: ModelTaskArgs, task: Any, grpo: Any) -> tuple[Any, Any
 
 def resolve_model(ta: ModelTaskArgs) -> str:
     """The model dir or id to load: a name of ``stare models list`` is built into the cache on first use."""
-    from stare_rl.models.pretrained import ensure_pretrained, is_pretrained_name
+    from stare_rl.models.pretrained import resolve_model as resolve
 
-    if not is_pretrained_name(ta.model):
-        return ta.model
-    from stare_rl.io.cache import cache_dir
-
-    return str(ensure_pretrained(ta.model, cache_dir(ta.cache_dir), say=lambda line: print(line, flush=True)))
+    return resolve(ta.model, ta.cache_dir, say=lambda line: print(line, flush=True))
 
 
 def _load_model(path: str, init_kwargs: dict[str, Any] | None) -> tuple[Any, Any]:
