@@ -167,7 +167,7 @@ CASES = [
     (["--task", "chat_arithmetic"], "task='chat_arithmetic' asks chat questions in words, which model='tiny' cannot"),
     (["--tiny_hidden_size", "192"], "tiny_hidden_size=192: the arithmetic task's warm-start recipe was measured at "
      "hidden 64 only"),
-    (["--tiny_hidden_size", "192", "--learning_rate", "1e-4"], "set warmstart_learning_rate for this width too"),
+    (["--tiny_hidden_size", "192", "--learning_rate", "1e-4"], "set the recipe for this width (warmstart_learning_rate"),
     (["--reward", "words"], "reward='words' is not one of ['auto', 'task', 'math', 'number']"),
     (["--per_device_train_batch_size", "10", "--num_generations", "4"], "divisible by num_generations (4)"),
     (["--epsilon", "0.3"], "epsilon=0.3 is TRL's own loss setting"),
