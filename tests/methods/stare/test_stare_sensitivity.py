@@ -156,3 +156,17 @@ def test_needs_entropy() -> None:
     batch = TokenBatch(lp, lp, torch.ones(2, 3), torch.ones(2, 3))
     with pytest.raises(ValueError, match="entropy"):
         compute_loss("stare_sensitivity", batch)
+
+
+def test_metrics_are_float32_under_a_bf16_batch() -> None:
+    """Issue 44: W 1.1 is logged as 1.1 (float32), not with bf16 rounding (1.109375), as STARE's own loss does."""
+    b = _hand_batch()
+    bf = TokenBatch(b.log_prob.bfloat16(), b.old_log_prob.bfloat16(), b.advantages.bfloat16(), b.mask.bfloat16(),
+                    b.entropy.bfloat16())
+    out = compute_loss("stare_sensitivity", bf, StareSensitivityConfig(reweight_w=1.1, reweight_m=0.9),
+                       SurrogateConfig(), LossContext(stats={"gate_on": True}))
+    own = ("gate_on", "reweight_w", "reweight_m", "k_plus", "k_minus", "l_plus_frac", "l_minus_frac",
+           "l_plus_dh_pred", "l_minus_dh_pred", "mean_weight")
+    assert {k: out.metrics[k].dtype for k in own} == dict.fromkeys(own, torch.float32)
+    assert out.metrics["reweight_w"].item() == torch.tensor(1.1, dtype=torch.float32).item()
+    assert out.metrics["reweight_m"].item() == torch.tensor(0.9, dtype=torch.float32).item()

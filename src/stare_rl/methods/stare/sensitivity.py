@@ -111,7 +111,8 @@ def stare_sensitivity_loss(
         batch, cfg, surrogate, ctx, signs, l_plus, l_minus
     )
     n = float(max(int(torch.count_nonzero(signs.valid)), 1))
-    dev, dt = batch.log_prob.device, batch.log_prob.dtype
+    # float32 whatever the compute dtype: config values (W 1.1) must not be logged with bf16 rounding (1.109375)
+    dev, dt = batch.log_prob.device, torch.float32
     k_plus, k_minus = int(torch.count_nonzero(l_plus)), int(torch.count_nonzero(l_minus))
     metrics.update({
         "gate_on": torch.tensor(float(gate_on), dtype=dt, device=dev),
@@ -121,9 +122,9 @@ def stare_sensitivity_loss(
         "k_minus": torch.tensor(float(k_minus), dtype=dt, device=dev),
         "l_plus_frac": torch.tensor(k_plus / n, dtype=dt, device=dev),
         "l_minus_frac": torch.tensor(k_minus / n, dtype=dt, device=dev),
-        "l_plus_dh_pred": (dh_pred * l_plus).sum() / n,  # predicted dH carried by L+ (>= 0)
-        "l_minus_dh_pred": (dh_pred * l_minus).sum() / n,  # predicted dH carried by L- (<= 0)
-        "mean_weight": (weights * signs.valid).sum() / n,
+        "l_plus_dh_pred": (dh_pred * l_plus).sum().float() / n,  # predicted dH carried by L+ (>= 0)
+        "l_minus_dh_pred": (dh_pred * l_minus).sum().float() / n,  # predicted dH carried by L- (<= 0)
+        "mean_weight": (weights * signs.valid).sum().float() / n,
     })
     return LossOutput(token_loss=token_loss, token_weights=weights, metrics=metrics,
                       masks={"l_plus": l_plus, "l_minus": l_minus})
