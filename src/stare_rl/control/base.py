@@ -7,8 +7,8 @@ Method-owned controllers live in their method's package (STARE's gate and schedu
 ``LossContext.stats``), ``metrics()``, and ``state_dict()`` / ``load_state_dict()`` (plain floats and bools,
 so a resumed run continues exactly), and declares its state-defining ``settings`` (see :class:`Controller`).
 A method declares the controllers it owns at registration;
-:class:`stare_rl.control.step.StepController` drives them. This module is the bottom layer: it imports
-nothing from ``methods/`` or ``engines/``.
+:class:`stare_rl.control.step.StepController` drives them. It imports nothing from ``methods/`` or
+``engines/`` (the layer contract in pyproject.toml).
 """
 
 from __future__ import annotations

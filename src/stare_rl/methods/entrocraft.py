@@ -25,8 +25,8 @@ one down (NSR), *including the groups whose rewards all agree*, which carry no G
 0 for the reference's ±1): ``sign(R - c)``, i.e. exactly the reference's ``max/min(R, 0)`` for a binary reward
 mapped to ±1. The method declares ``needs_rewards``; both engines hand the loss each response's reward.
 # DEVIATION: a graded reward gets a unit push (the sign of R - c), where the reference would scale by R.
-# (Before session 36 the ±1 sign came from the group advantage, which dropped the agreeing groups: on
-# countdown_cot 60-75 % of them, so NSR kept 11-26 % of the tokens and the entropy kept falling under it.)
+# The sign comes from the reward, not the group advantage: the advantage is 0 in groups that agree, which would
+# drop them (on countdown_cot 60-75 % of the groups).
 """
 
 from __future__ import annotations

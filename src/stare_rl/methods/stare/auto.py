@@ -21,7 +21,7 @@ integral drains (also at u = 0), so W = M = 1 (exactly vanilla, ``gate_on`` Fals
 above the target; below it the strength grows until the entropy stops falling. The papers' hard gate and
 §4.4 schedule stay available unchanged (``weight_control: fixed | paper``).
 
-Bottom layer: imports only the standard library (:mod:`math`, :mod:`logging`) and :mod:`stare_rl.control.base` /
+Imports only the standard library (:mod:`math`, :mod:`logging`) and :mod:`stare_rl.control.base` /
 :mod:`stare_rl.control.target` (no torch maths needed).
 """
 
@@ -141,11 +141,6 @@ class AutoWeightController:
         self.saturated_high = self.saturated_low = self.rate_limited = False
         self._pinned = 0  # consecutive steps at the top bound (for the one warning; not state: warning only)
         self._warned = False
-
-    @classmethod
-    def from_config(cls, method_config: Any, config: AutoWeightConfig | None = None) -> AutoWeightController:
-        """Start from a STARE-family method config (its ``target_entropy``)."""
-        return cls(method_config.target_entropy, config)
 
     @property
     def target_entropy(self) -> float:
