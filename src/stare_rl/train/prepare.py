@@ -75,7 +75,7 @@ def prepare(plan: Plan) -> Prepared:
         grpo.loss_setup().step_controller().check_checkpoint(resume)
     model, tokenizer, max_positions = _model_for_checks(ta, task, grpo)
     train_rows, eval_rows, files, notes, warnings = _split_rows(ta, grpo.seed, task)
-    if _is_tool_task(task, ta):  # TRL plays the episodes from chat prompts
+    if is_tool_run(task, ta):  # TRL plays the episodes from chat prompts
         train_rows = [{"prompt": task.chat_prompt(r), "answer": r["answer"]} for r in train_rows]
         if "max_tool_calling_iterations" not in plan.explicit:
             grpo.max_tool_calling_iterations = task.max_tool_calls  # the turn limit
@@ -142,7 +142,7 @@ def _check_data(files: list[DataFile], tokenizer: Any, max_positions: int | None
     return warnings + ([cannot] if cannot else [])
 
 
-def _is_tool_task(task: Any, ta: ModelTaskArgs) -> bool:
+def is_tool_run(task: Any, ta: ModelTaskArgs) -> bool:
     """An embedded multi-turn tool task played by TRL's tool loop (not with a dataset)."""
     from stare_rl.tasks import is_tool_task
 
@@ -178,7 +178,7 @@ def _model_for_checks(ta: ModelTaskArgs, task: Any, grpo: Any) -> tuple[Any, Any
         from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
 
         return None, build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE), TINY_MAX_POSITIONS
-    model, tokenizer = _load_model(resolve_model(ta), grpo.model_init_kwargs)
+    model, tokenizer = load_model(resolve_model(ta), grpo.model_init_kwargs)
     rows = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > rows:  # more tokens than embedding rows: an index error at the first such token
         raise ValueError(f"model={ta.model!r}: the tokenizer has {len(tokenizer)} tokens but the model's embedding "
@@ -193,7 +193,7 @@ def resolve_model(ta: ModelTaskArgs) -> str:
     return resolve(ta.model, ta.cache_dir, say=lambda line: print(line, flush=True))
 
 
-def _load_model(path: str, init_kwargs: dict[str, Any] | None) -> tuple[Any, Any]:
+def load_model(path: str, init_kwargs: dict[str, Any] | None) -> tuple[Any, Any]:
     """Policy and tokenizer from a local dir or the local HF cache; a clear ValueError if that fails."""
     from transformers import AutoModelForCausalLM
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from stare_rl.train.plan import plan_run
-from stare_rl.train.prepare import Prepared, _is_tool_task, _load_model, prepare
+from stare_rl.train.prepare import Prepared, is_tool_run, load_model, prepare
 
 
 def main(argv: list[str]) -> int:
@@ -126,7 +126,7 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
             unlearned = warmstart_warning(path)
             if unlearned:
                 print(f"stare train: warning: {unlearned}", file=sys.stderr, flush=True)
-            model, tokenizer = _load_model(str(path), grpo.model_init_kwargs)
+            model, tokenizer = load_model(str(path), grpo.model_init_kwargs)
         stopped = _train_and_evaluate(prep, model, tokenizer, layout)
     return layout.root, stopped
 
@@ -151,7 +151,7 @@ def _evaluate(prep: Prepared, model: Any, tokenizer: Any, out: Path, label: str)
     from stare_rl.io.runlog import write_json_atomic
 
     ta, grpo = prep.plan.task_args, prep.plan.grpo
-    if _is_tool_task(prep.task, ta):  # multi-turn episodes with the task's tools
+    if is_tool_run(prep.task, ta):  # multi-turn episodes with the task's tools
         from stare_rl.evaluation.tools import evaluate_tool_task
 
         result = evaluate_tool_task(model, tokenizer, prep.task, prep.eval_rows, k=ta.eval_k,
@@ -180,7 +180,7 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
     watch = TrainingWatch(patience=ta.warn_after_steps,
                           reward_note=next((n for n in prep.notes if n.startswith("reward:")), ""))
-    if _is_tool_task(prep.task, ta):  # TRL's own multi-turn tool loop plays the episodes (engines/trl/tools.py)
+    if is_tool_run(prep.task, ta):  # TRL's own multi-turn tool loop plays the episodes (engines/trl/tools.py)
         from stare_rl.engines.trl.tools import make_tool_reward_func
 
         reward_func, extra = make_tool_reward_func(prep.reward_fn, ta.reward_timeout_s), {"tools": list(prep.task.tools)}
@@ -205,7 +205,7 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         before = json.loads(before_path.read_text())
     if _finished(prep.resume, grpo.max_steps):  # killed after its last step (e.g. in the final evaluation)
         print(f"training: {prep.resume} is the last step; saving and evaluating it", flush=True)
-        trainer.model.load_state_dict(_load_model(prep.resume, grpo.model_init_kwargs)[0].state_dict())
+        trainer.model.load_state_dict(load_model(prep.resume, grpo.model_init_kwargs)[0].state_dict())
     else:
         print(f"training: method={grpo.method}, run dir {layout.root}", flush=True)
         with _quiet_tied_weight_warning(trainer.model):
