@@ -5,7 +5,7 @@ frontier's per-cell values (:func:`stare_rl.compare.frontier.cell_values`), and 
 ``real_lm.md`` into ``--out``: per-cell values, per-method spreads, the bound readings, and the verdicts of R0-R5.
 Missing cells are listed; a rule whose pair has fewer than 2 seeds is "not tested".
 
-    python studies/real_lm/analyze.py --runs /work/runs/real_lm --out docs/results/real_lm
+    python studies/real_lm/analyze.py --runs /work/runs/real_lm --out docs/results/real_lm_grid
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def markdown(result: dict[str, Any]) -> str:
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=Path, default=Path("runs/real_lm"), help="the grid's --out")
-    p.add_argument("--out", type=Path, default=Path("docs/results/real_lm"))
+    p.add_argument("--out", type=Path, default=Path("docs/results/real_lm_grid"))
     args = p.parse_args(argv)
     values, missing, grid = load(args.runs)
     stats = {m: {k: spread([r.get(k) for r in values.get(m, {}).values()])
