@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stare_rl.core.entropy_bonus import EntropyBonusConfig
+from stare_rl.core.registry import get_method
 from stare_rl.core.surrogate import SurrogateConfig
+
+
+def bonus_controllers(method: str, method_config: Any) -> list[str]:
+    """The names of ``method``'s controllers (under ``method_config``) that set the entropy-bonus coefficient
+    (``entropy_coef`` in their context), e.g. STARE's ``auto`` with ``auto_fallback='bonus'``."""
+    ctrls = get_method(method).make_controllers(method_config)
+    return [name for name, ctrl in ctrls.items() if "entropy_coef" in ctrl.context()]
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,14 @@ class LossSetup:
     entropy_bonus: EntropyBonusConfig | None = None
     adaptive_entropy: dict[str, Any] | None = None
     quadrant_metrics: bool = True
+
+    def __post_init__(self) -> None:
+        if self.entropy_bonus is not None or self.adaptive_entropy is not None:
+            owners = sorted(bonus_controllers(self.method, self.method_config))
+            if owners:
+                mode = "fixed" if self.entropy_bonus is not None else "adaptive"
+                raise ValueError(f"entropy_bonus={mode!r}: method {self.method!r}'s controller {owners} already sets "
+                                 "the entropy-bonus coefficient (auto_fallback='bonus'); use one of the two")
 
     def extra_controllers(self) -> dict[str, Any]:
         """Controllers of the set-up rather than the method (fresh instances): the adaptive entropy bonus."""

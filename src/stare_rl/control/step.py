@@ -85,7 +85,7 @@ class StepController:
 
     @property
     def needs_entropy(self) -> bool:
-        return self.spec.needs_entropy or bool(self.controllers)
+        return self.spec.entropy_needed(self.config) or bool(self.controllers)
 
     @property
     def global_stats_enabled(self) -> bool:

@@ -67,7 +67,8 @@ class MethodSpec:
         name: registered name.
         fn: ``fn(batch, cfg, surrogate, ctx) -> LossOutput``.
         config_cls: the frozen config dataclass.
-        needs_entropy: ``batch.entropy`` (current policy, full vocabulary) must be given.
+        needs_entropy: ``batch.entropy`` (current policy, full vocabulary, with its gradient) must be given: a
+            bool, or ``cfg -> bool`` when only some settings need it; read it with :meth:`entropy_needed`.
         needs_old_entropy: ``batch.old_entropy`` (behaviour / old policy) must be given.
         needs_rewards: ``batch.rewards`` (each response's raw outcome reward) must be given.
         global_stats: how to compute whole-step-batch statistics (None: the method has none).
@@ -79,12 +80,18 @@ class MethodSpec:
     name: str
     fn: MethodFn
     config_cls: type
-    needs_entropy: bool = False
+    needs_entropy: bool | Callable[[Any], bool] = False
     needs_old_entropy: bool = False
     global_stats: GlobalStats | None = None
     controllers: Callable[[Any], dict[str, Any]] | None = None
     metrics: tuple[MetricSpec, ...] = ()
     needs_rewards: bool = False
+
+    def entropy_needed(self, cfg: Any = None) -> bool:
+        """Whether the loss needs ``batch.entropy`` under ``cfg`` (None: the default config)."""
+        if callable(self.needs_entropy):
+            return bool(self.needs_entropy(cfg if cfg is not None else self.config_cls()))
+        return bool(self.needs_entropy)
 
     def make_controllers(self, cfg: Any) -> dict[str, Any]:
         """This method's controllers for ``cfg`` (``{}`` when it keeps no state)."""
@@ -98,7 +105,7 @@ def register_method(
     name: str,
     config_cls: type,
     *,
-    needs_entropy: bool = False,
+    needs_entropy: bool | Callable[[Any], bool] = False,
     needs_old_entropy: bool = False,
     global_stats: GlobalStats | None = None,
     controllers: Callable[[Any], dict[str, Any]] | None = None,
@@ -169,7 +176,7 @@ def compute_loss(
     cfg = config if config is not None else spec.config_cls()
     if not isinstance(cfg, spec.config_cls):
         raise ValueError(f"config for method {name!r} must be {spec.config_cls.__name__}, got {type(cfg).__name__}")
-    for attr, needed, what in (("entropy", spec.needs_entropy, "per-token entropy"),
+    for attr, needed, what in (("entropy", spec.entropy_needed(cfg), "per-token entropy"),
                                ("old_entropy", spec.needs_old_entropy, "per-token entropy"),
                                ("rewards", spec.needs_rewards, "each response's outcome reward")):
         if needed and getattr(batch, attr) is None:

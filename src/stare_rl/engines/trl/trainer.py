@@ -319,7 +319,7 @@ class StareGRPOTrainer(GRPOTrainer):
         gradient), the quadrant diagnostics, or the controllers when this forward measures."""
         setup, spec = self.setup, self.step_control.spec
         return (
-            spec.needs_entropy
+            spec.entropy_needed(setup.method_config)
             or (spec.needs_old_entropy and inputs.get("old_entropy") is None)
             or setup.quadrant_metrics
             or setup.entropy_bonus is not None

@@ -53,7 +53,7 @@ def entry_point_reasons(config: Any) -> list[str]:
     if ctrl.controllers and policy_loss.get("stare_gate", "auto") == "exact":
         reasons.append("actor_rollout_ref.actor.policy_loss.stare_gate='exact' asks for the batch entropy "
                        "measured once per step")
-    if spec.needs_entropy:
+    if spec.entropy_needed(ctrl.config):
         reasons.append("its loss needs the actor's entropy, which verl hands a policy loss only through the entry "
                        "point (with actor_rollout_ref.actor.calculate_entropy=True)")
     if spec.needs_old_entropy:

@@ -37,6 +37,7 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.utils.config import omega_conf_to_dataclass, validate_config
 from verl.utils.device import auto_set_device
 
+from stare_rl.control.setup import bonus_controllers
 from stare_rl.control.step import StepController
 from stare_rl.core.metrics import control_metric
 from stare_rl.core.registry import BASELINE_METHOD, get_method
@@ -60,12 +61,16 @@ def check_config(config: Any) -> None:
     """Reject, on the driver and before any worker starts, settings the exact path cannot honour."""
     mode, actor = loss_mode(config), config.actor_rollout_ref.actor
     spec = get_method(mode)
+    needs_entropy = spec.entropy_needed(method_config(mode, actor.policy_loss))
     bypass = (config.algorithm.get("rollout_correction", None) or {}).get("bypass_mode", False)
     if (spec.controllers is not None or spec.needs_old_entropy) and bypass:
         raise ValueError(f"algorithm.rollout_correction.bypass_mode=True: loss_mode={mode!r} needs the recomputed "
                          "old log-probs and their entropy (its controllers' batch entropy, or the old policy's H "
                          "in the loss); set it to False")
-    if spec.needs_entropy and not actor.get("calculate_entropy", False):
+    if actor.get("entropy_coeff", 0) and bonus_controllers(mode, method_config(mode, actor.policy_loss)):
+        raise ValueError(f"actor_rollout_ref.actor.entropy_coeff={actor.entropy_coeff}: loss_mode={mode!r} sets its "
+                         "own entropy-bonus coefficient (auto_fallback='bonus'); set entropy_coeff=0")
+    if needs_entropy and not actor.get("calculate_entropy", False):
         raise ValueError(f"actor_rollout_ref.actor.calculate_entropy=False: loss_mode={mode!r} needs the actor's "
                          "entropy in the loss; set it to True")
     if (config.get("distillation", None) or {}).get("enabled", False):
@@ -173,7 +178,8 @@ class StareRLTrainer(PPOTrainerSync):
         batch.extra_info[STATE_KEY] = self.stare_rl.state_dict()  # plain values: it crosses Ray
         if self.stare_rl.global_stats_enabled:  # selection_scope='global' = the whole step batch, once
             spec = self.stare_rl.spec
-            fields = [f for f in STATS_FIELDS if f != "entropy" or spec.needs_entropy or spec.needs_old_entropy]
+            needs_entropy = spec.entropy_needed(self.stare_rl.config) or spec.needs_old_entropy
+            fields = [f for f in STATS_FIELDS if f != "entropy" or needs_entropy]
             data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=fields)
             batch.extra_info[STATS_KEY] = self.stare_rl.global_stats(step_stats_batch(data))
         return super()._update_actor(batch, metrics)

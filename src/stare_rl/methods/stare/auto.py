@@ -16,6 +16,16 @@ Control law (per generation batch t, before the updates on it; docs/methods.md s
     u_t   = clip(v_t, u_{t-1} - r, u_{t-1} + r) clipped to [0, u_max]      rate limit, then bounds
     W_t   = exp(u_t) <= w_max,  M_t = max(exp(-u_t), m_min)     (M used by variant C2 only)
 
+With ``auto_fallback: bonus`` the same law drives a second actuator in split range (docs/methods.md, "When the
+selection runs out of authority"): the demand's range is doubled to [0, 2 u_max] and split in two halves::
+
+    W_t = exp(min(u_t, u_max))                                  the selection: the first half
+    c_t = auto_bonus_max * clip((u_t - u_max) / u_max, 0, 1)    an entropy bonus -c_t H per token: the second half
+
+The bonus acts only on the demand that W at its bound cannot meet, with one integrator and one anti-windup bound
+(the top of the whole range): the two never push against each other, and as the error turns negative the demand
+falls through the bonus's half first, so the bonus is handed back before W is lowered.
+
 It replaces the hard gate by a continuous strength: above the target the P term pulls u down and the
 integral drains (also at u = 0), so W = M = 1 (exactly vanilla, ``gate_on`` False) once the entropy stays
 above the target; below it the strength grows until the entropy stops falling. The papers' hard gate and
@@ -39,6 +49,7 @@ from stare_rl.control.target import EntropyTarget, start_entropy_of
 
 logger = logging.getLogger(__name__)
 
+FALLBACKS = ("none", "bonus")  # auto_fallback: what acts once W is at its bound
 SATURATION_WARN_STEPS = 50  # consecutive steps at W = auto_w_max with H below the target before the one warning
 AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
 _NEG_TOL = 1e-6  # entropies this far below 0 are rounding, not bugs
@@ -82,6 +93,20 @@ class AutoWeightConfig:
         metadata={"help": "auto: largest change of log W per step (> 0): W moves by at most x e^rate; default 0.25."},
     )
 
+    auto_fallback: str = field(
+        default="none",
+        metadata={"help": "auto: the second actuator, for the demand W at its bound auto_w_max cannot meet. none: "
+                          "W alone. bonus: an entropy bonus -c H per token, c in [0, auto_bonus_max], driven by the "
+                          "same PI law in split range (docs/methods.md); it needs the per-token entropy with its "
+                          "gradient. default none."},
+    )
+    auto_bonus_max: float = field(
+        default=0.1,
+        metadata={"help": "auto_fallback bonus: upper bound of the bonus coefficient c (> 0); c rises linearly "
+                          "from 0 as the demand passes log auto_w_max and reaches it at 2 log auto_w_max; "
+                          "default 0.1."},
+    )
+
     def __post_init__(self) -> None:
         for name in ("auto_kp", "auto_ki"):
             value = getattr(self, name)
@@ -96,12 +121,23 @@ class AutoWeightConfig:
             raise ValueError(f"auto_rate_limit={rate!r} must be a finite number > 0")
         if not (isinstance(beta, (int, float)) and 0.0 <= beta < 1.0):
             raise ValueError(f"auto_smoothing={beta!r} must be in [0, 1)")
+        if self.auto_fallback not in FALLBACKS:
+            raise ValueError(f"auto_fallback={self.auto_fallback!r} is not one of {list(FALLBACKS)}")
+        bonus_max = self.auto_bonus_max
+        if not (isinstance(bonus_max, (int, float)) and math.isfinite(bonus_max) and bonus_max > 0.0):
+            raise ValueError(f"auto_bonus_max={bonus_max!r} must be a finite number > 0")
         if self.auto_kp == 0.0 and self.auto_ki == 0.0:
             raise ValueError("auto_kp=0 and auto_ki=0: the controller would never re-weight; give one of them > 0")
 
     @property
     def u_max(self) -> float:
+        """The top of W's range, log auto_w_max."""
         return math.log(self.auto_w_max)
+
+    @property
+    def demand_max(self) -> float:
+        """The top of the whole range: u_max, or 2 u_max with the bonus in its second half."""
+        return 2.0 * self.u_max if self.auto_fallback == "bonus" else self.u_max
 
 
 def _current_field(name: str) -> str:
@@ -114,7 +150,8 @@ class AutoWeightController:
 
     Implements the :class:`~stare_rl.control.base.Controller` protocol. Context keys (read by ``stare`` and
     ``stare_sensitivity``): ``reweight_w``, ``reweight_m``, ``gate_on`` (``u > 0``; at ``u = 0`` the method is
-    exactly vanilla either way).
+    exactly vanilla either way) and, with ``auto_fallback='bonus'``, ``entropy_coef`` (the bonus coefficient c).
+    ``strength`` is the demand u in [0, demand_max]: above u_max (only with the bonus) W stays at its bound.
 
     Args:
         target_entropy: H_tgt >= 0 (the method config's ``target_entropy``), absolute or relative to the start
@@ -132,8 +169,8 @@ class AutoWeightController:
     def __init__(self, target_entropy: float | str = 0.3, config: AutoWeightConfig | None = None) -> None:
         self.target = EntropyTarget(target_entropy)
         self.config = config or AutoWeightConfig()
-        self.strength = 0.0  # u = log W in [0, u_max]; starts at W = M = 1 (vanilla)
-        self.integral = 0.0  # I in [0, u_max], units of u
+        self.strength = 0.0  # u in [0, demand_max] (log W up to u_max); starts at W = M = 1 (vanilla)
+        self.integral = 0.0  # I in [0, demand_max], units of u
         self.error = 0.0
         self.p_term = 0.0
         self.entropy: float | None = None
@@ -160,7 +197,7 @@ class AutoWeightController:
         h = max(h, 0.0)  # a token-mean of float entropies of near-deterministic states can round below 0
         self.target.resolve(start_entropy_of(obs))  # a relative target is fixed once, from the start entropy
         cfg, u_prev = self.config, self.strength
-        u_max = cfg.u_max
+        u_max = cfg.demand_max  # the top of the whole range (W's alone without a fallback)
         raw = self.relative_error(h)
         # EMA of the error (the first step takes the raw error: no bias towards 0)
         e = raw if self.steps == 0 else cfg.auto_smoothing * self.error + (1.0 - cfg.auto_smoothing) * raw
@@ -177,26 +214,51 @@ class AutoWeightController:
         self.saturated_high, self.saturated_low = u >= u_max, u <= 0.0
         self.steps += 1
         self._pinned = self._pinned + 1 if (self.saturated_high and raw > 0.0) else 0
-        if self._pinned >= SATURATION_WARN_STEPS and not self._warned:
+        if self._pinned >= SATURATION_WARN_STEPS and not self._warned and cfg.auto_fallback == "bonus":
+            self._warned = True
+            logger.warning(
+                "weight_control='auto': W at auto_w_max=%s and the entropy bonus at auto_bonus_max=%s for %d steps "
+                "(step %d) with the entropy still below the target (%.4g < %.4g): both actuators have run out of "
+                "authority; raise auto_bonus_max or lower the target", cfg.auto_w_max, cfg.auto_bonus_max,
+                self._pinned, obs.step, h, self.target_entropy)
+        elif self._pinned >= SATURATION_WARN_STEPS and not self._warned:
             self._warned = True
             logger.warning(
                 "weight_control='auto': W has been at its bound auto_w_max=%s for %d steps (step %d) with the entropy "
                 "still below the target (%.4g < %.4g): re-weighting the selected tokens has run out of authority. "
                 "With method 'stare', the top-surprisal L+/L- are mostly tokens whose up-weighting lowers the entropy "
                 "once it is low; method 'stare_sensitivity' selects only tokens predicted to raise it (docs/methods.md, "
-                "'weight_control: auto', when W saturates)", cfg.auto_w_max, self._pinned, obs.step, h, self.target_entropy)
+                "'weight_control: auto', when W saturates), or auto_fallback 'bonus' hands the rest of the demand to an "
+                "entropy bonus", cfg.auto_w_max, self._pinned, obs.step, h, self.target_entropy)
 
     # ----- outputs -----
     @property
     def reweight_w(self) -> float:
-        return min(math.exp(self.strength), self.config.auto_w_max)
+        return min(math.exp(min(self.strength, self.config.u_max)), self.config.auto_w_max)
 
     @property
     def reweight_m(self) -> float:
-        return max(math.exp(-self.strength), self.config.auto_m_min)
+        return max(math.exp(-min(self.strength, self.config.u_max)), self.config.auto_m_min)
+
+    @property
+    def entropy_coef(self) -> float:
+        """The bonus coefficient c: 0 below u_max, linear up to auto_bonus_max at 2 u_max (0 without the bonus)."""
+        cfg = self.config
+        if cfg.auto_fallback != "bonus":
+            return 0.0
+        share = min(max((self.strength - cfg.u_max) / cfg.u_max, 0.0), 1.0)
+        return cfg.auto_bonus_max * share
+
+    @property
+    def actuator(self) -> int:
+        """Which actuators act: 0 none (W = M = 1, vanilla), 1 the selection (W > 1), 2 the selection and the bonus."""
+        return 0 if self.strength <= 0.0 else (2 if self.entropy_coef > 0.0 else 1)
 
     def context(self) -> dict[str, Any]:
-        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m, "gate_on": self.strength > 0.0}
+        ctx = {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m, "gate_on": self.strength > 0.0}
+        if self.config.auto_fallback == "bonus":
+            ctx["entropy_coef"] = self.entropy_coef
+        return ctx
 
     def metrics(self) -> dict[str, float]:
         return {
@@ -212,6 +274,8 @@ class AutoWeightController:
             "auto_saturated_high": float(self.saturated_high),
             "auto_saturated_low": float(self.saturated_low),
             "auto_rate_limited": float(self.rate_limited),
+            **({"entropy_coef": self.entropy_coef, "auto_actuator": float(self.actuator)}
+               if self.config.auto_fallback == "bonus" else {}),
         }
 
     # ----- state (JSON-able, exact) -----

@@ -18,6 +18,7 @@ import functools
 
 import torch
 
+from stare_rl.core.entropy_bonus import entropy_bonus
 from stare_rl.core.registry import GlobalStats, register_method
 from stare_rl.core.selection import (
     count_true,
@@ -102,6 +103,9 @@ def gated_weighted_surrogate(
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor], bool, float, float]:
     """STARE §4.2-4.3 weight/gate step shared by STARE-style methods: W on L+, M on L-, gate off = vanilla.
 
+    With ``auto_fallback='bonus'`` the controller's bonus coefficient ``ctx['entropy_coef']`` adds ``-c H`` per
+    valid token (:func:`fallback_bonus`); the returned weights re-weight the policy term only.
+
     Returns:
         ``(token_loss, weights, surrogate metrics, gate_on, W, M)``; weights are ``(B, T)`` (1 on padding).
     """
@@ -119,7 +123,25 @@ def gated_weighted_surrogate(
             batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate, signs=signs
         )
         weights = torch.ones_like(token_loss).detach()
-    return token_loss, weights, metrics, gate_on, w, m
+    return fallback_bonus(token_loss, batch, cfg, ctx), weights, metrics, gate_on, w, m
+
+
+def uses_fallback_bonus(cfg: object) -> bool:
+    """Whether a STARE-style config asks for the entropy-bonus fallback (``weight_control='auto'`` only)."""
+    return getattr(cfg, "weight_control", None) == "auto" and getattr(cfg, "auto_fallback", "none") == "bonus"
+
+
+def fallback_bonus(token_loss: torch.Tensor, batch: TokenBatch, cfg: object, ctx: LossContext) -> torch.Tensor:
+    """``token_loss - c H`` with the ``auto`` controller's bonus coefficient c (``ctx['entropy_coef']``, 0 when
+    absent); ``token_loss`` unchanged without the fallback. The bonus's gradient flows through ``batch.entropy``."""
+    if not uses_fallback_bonus(cfg):
+        return token_loss
+    coef = float(ctx.get("entropy_coef", 0.0) or 0.0)
+    if coef == 0.0:  # W alone: no entropy term, not even a zero one (the same graph as without the fallback)
+        return token_loss
+    if batch.entropy is None:
+        raise ValueError("auto_fallback='bonus' needs batch.entropy (per-token entropy with its gradient), got None")
+    return token_loss + entropy_bonus(batch.entropy, batch.mask, coef)
 
 
 def _stare_candidates(batch: TokenBatch, cfg: StareConfig) -> tuple[torch.Tensor, torch.Tensor]:
@@ -133,6 +155,7 @@ def _stare_reduce(slots: tuple[torch.Tensor, ...], cfg: StareConfig) -> dict[str
 @register_method(
     "stare",
     StareConfig,
+    needs_entropy=uses_fallback_bonus,  # the fallback bonus's gradient; the selection itself reads log-probs only
     global_stats=GlobalStats(_stare_candidates, _stare_reduce, enabled=lambda cfg: cfg.selection_scope == "global"),
     controllers=stare_controllers,
     metrics=STARE_METRICS,
