@@ -11,11 +11,11 @@ Reads only committed, finished cells (``compare_done.json``):
 - the fair rival cells, seeds 0-2: ``docs/results/confirm10/fair/runs/<method>/seed<N>``
   (grid ``studies/confirm10/grid_fair.yaml``).
 
-A cell's values are :func:`stare_rl.compare.frontier.cell_values`'s, the frontier's own: pass@1 is the held-out
+A cell's values are ``frontier.cell_values``'s (studies/frontier/frontier.py), the frontier's own: pass@1 is the held-out
 ``avg@32`` and pass@32 the held-out ``pass@32`` of its ``eval.json``, both computed at evaluation time by the
 project's unbiased estimator (:func:`stare_rl.evaluation.heldout.pass_at_k`, 32 samples per prompt); nothing is
 re-estimated here. The rules are studies/confirm10/HYPOTHESES.md's, applied by :func:`apply_rule`; the restated
-H1 is :func:`stare_rl.compare.frontier_rules.decide`'s H1 rule, unchanged, on the fair rivals. Every missing cell
+H1 is ``frontier_rules.decide``'s H1 rule (studies/frontier/frontier_rules.py), unchanged, on the fair rivals. Every missing cell
 is listed by name; a rule registered for 10 seeds gives an interim reading, no verdict, until all 10 are in.
 """
 
@@ -32,15 +32,17 @@ from typing import Any
 import numpy as np
 
 from stare_rl.analysis.runs import read_run
-from stare_rl.compare.frontier import cell_values, family_of
-from stare_rl.compare.frontier_rules import Registration, decide, target_ratio
 from stare_rl.compare.grid import DONE_FILE, load_grid, spread
 from stare_rl.control.base import AdaptiveEntropyCoef
 from stare_rl.methods.entropic import EntroPICConfig
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontier"))  # studies/frontier: the frontier's code
+from frontier import cell_values, family_of  # noqa: E402
+from frontier_rules import Registration, decide, target_ratio  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-FRONTIER_GRID = ROOT / "src" / "stare_rl" / "configs" / "frontier_cot.yaml"
+FRONTIER_GRID = ROOT / "studies" / "frontier" / "frontier_cot.yaml"
 MAIN_GRID = HERE / "grid_main.yaml"
 FAIR_GRID = HERE / "grid_fair.yaml"
 FRONTIER_DIR = ROOT / "docs" / "results" / "frontier_cot"

@@ -1,7 +1,7 @@
 """Issue 42 item 2: apply the pre-registered rules (studies/real_lm/HYPOTHESES.md) to the finished cells.
 
 Reads every cell of ``grid.yaml`` under ``--runs`` (a cell counts when ``stare compare`` marked it done), takes the
-frontier's per-cell values (:func:`stare_rl.compare.frontier.cell_values`), and writes ``real_lm.json`` and
+frontier's per-cell values (``frontier.cell_values``, studies/frontier/frontier.py), and writes ``real_lm.json`` and
 ``real_lm.md`` into ``--out``: per-cell values, per-method spreads, the bound readings, and the verdicts of R0-R5.
 Missing cells are listed; a rule whose pair has fewer than 2 seeds is "not tested".
 
@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from stare_rl.analysis.runs import read_run
-from stare_rl.compare.frontier import cell_values
-from stare_rl.compare.frontier_rules import at_target
 from stare_rl.compare.grid import DONE_FILE, load_grid, restrict, spread
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontier"))  # studies/frontier: the frontier's code
+from frontier import cell_values  # noqa: E402
+from frontier_rules import at_target  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 GRID = HERE / "grid.yaml"

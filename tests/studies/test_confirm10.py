@@ -33,7 +33,7 @@ def result(analyze):
 
 
 def test_grids_use_the_frontiers_base_and_headline_methods() -> None:
-    frontier = yaml.safe_load((ROOT / "src" / "stare_rl" / "configs" / "frontier_cot.yaml").read_text())
+    frontier = yaml.safe_load((ROOT / "studies" / "frontier" / "frontier_cot.yaml").read_text())
     main = yaml.safe_load((STUDY / "grid_main.yaml").read_text())
     fair = yaml.safe_load((STUDY / "grid_fair.yaml").read_text())
     assert main["base"] == frontier["base"] and fair["base"] == frontier["base"]

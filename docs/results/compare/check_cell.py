@@ -1,7 +1,7 @@
 """Check that a re-run grid cell reproduces a committed one: every logged metric at every step, and the final
 held-out evaluation, compared exactly (wall-clock fields excepted).
 
-    stare compare --config src/stare_rl/configs/compare_cot.yaml --out runs/repro --methods grpo --seeds 0
+    stare compare --config studies/compare_cot/compare_cot.yaml --out runs/repro --methods grpo --seeds 0
     python docs/results/compare/check_cell.py docs/results/compare_cot/runs/grpo/seed0 runs/repro/runs/grpo/seed0
 
 Prints one line per differing metric (first step where it differs, both values, the largest absolute

@@ -36,7 +36,7 @@ def export(src: Path, dst: Path) -> None:
             shutil.copyfileobj(f, g)
     for name in ("results.md", "results.json", "compare_run.json"):
         shutil.copy2(src / name, dst / name)
-    for name in FRONTIER_FILES:  # python -m stare_rl.compare.frontier's outputs, where it ran
+    for name in FRONTIER_FILES:  # studies/frontier/frontier.py's outputs, where it ran
         if (src / name).is_file():
             shutil.copy2(src / name, dst / name)
     for sub in ("report", "reference"):

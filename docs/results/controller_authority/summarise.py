@@ -7,7 +7,7 @@
 settings, or its parent over the same window; W and its bound are counted over the same steps.)
 
 Per run (a `stare train` or `stare compare` cell directory), with the frontier grid's definitions
-(`stare_rl.compare.frontier`): the resolved target (`control/target_entropy`), the batch entropy
+(studies/frontier/frontier.py): the resolved target (`control/target_entropy`), the batch entropy
 (`control/batch_entropy`), the band fraction (±10 % of the target, from the first crossing to the end), held-out
 pass@1 / pass@k. Added here, to read the band fraction against what noise alone allows:
 
@@ -34,7 +34,9 @@ import sys
 from pathlib import Path
 
 from stare_rl.analysis.runs import read_run
-from stare_rl.compare.frontier import ENTROPY_KEYS, TARGET_KEY, band_fraction, cell_values, first_crossing
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "studies" / "frontier"))  # the frontier's definitions
+from frontier import ENTROPY_KEYS, TARGET_KEY, band_fraction, cell_values, first_crossing  # noqa: E402
 
 BAND, WINDOW = 0.1, 21
 

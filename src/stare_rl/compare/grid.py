@@ -19,7 +19,7 @@ Grid file::
       dapo: {method: vanilla, clip_ratio_high: 0.28, dynamic_sampling: true}
     smoke: {base: {max_steps: 2}, methods: [grpo, stare_o1], seeds: [0]}   # used by --smoke
     frontier: {reference: grpo, stare: stare_auto, ...}   # roles of the pre-registered hypotheses: read only by
-                                   # python -m stare_rl.compare.frontier (stare_rl.compare.frontier_rules)
+                                   # the frontier study's analysis (studies/frontier/frontier.py), never by a cell
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class Grid:
     target_entropy: float | str | None = None  # absolute, or "<r>x" (relative to each run's start entropy)
     band: float = 0.25
     descriptions: dict[str, str] = field(default_factory=dict)
-    frontier: dict[str, Any] = field(default_factory=dict)  # the frontier analysis's roles (frontier_rules)
+    frontier: dict[str, Any] = field(default_factory=dict)  # roles for studies/frontier/frontier_rules.py
 
     def cells(self) -> list[Cell]:
         """Every (method, seed) cell, seeds outermost: a partial grid has all methods of the first seeds."""

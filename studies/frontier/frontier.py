@@ -1,7 +1,7 @@
-"""The pre-registered frontier analysis (issue #28, item 4): from whatever cells of a grid exist, the table and
-the pass@1-vs-pass@32 figure.
+"""The frontier study's pre-registered analysis: from whatever cells of a grid exist, the table and the
+pass@1-vs-pass@32 figure.
 
-    python -m stare_rl.compare.frontier --config src/stare_rl/configs/frontier_cot.yaml [--out DIR]
+    python studies/frontier/frontier.py --config studies/frontier/frontier_cot.yaml [--out DIR]
 
 Per grid method (mean ± sample std over its finished seeds; the definitions are docs/compare.md's,
 "Frontier (pre-registered)"):
@@ -21,10 +21,14 @@ Per grid method (mean ± sample std over its finished seeds; the definitions are
 Families: a grid method named ``<family>_t03`` (``_t05``, ``_t07``) is the point of ``<family>`` at the target its
 cell config gives (``target_entropy`` or ``bonus_target_entropy``); the figure joins a family's points in target
 order. When the grid file has a ``frontier:`` section (the roles of the pre-registered hypotheses), H1-H5 are
-decided by :mod:`stare_rl.compare.frontier_rules` (the rules as registered, applied to these values) and written
-under the table. Reads only finished cells (``compare_done.json``); writes ``frontier.md``, ``frontier.json``,
-``frontier.png`` and ``frontier_curves.png`` (per family, the seed-mean batch entropy relative to its start against
-the step, each relative target dashed) into the grid's ``out``.
+decided by ``frontier_rules`` (studies/frontier/frontier_rules.py: the rules as registered, applied to these
+values) and written under the table. Reads only finished cells (``compare_done.json``); writes ``frontier.md``,
+``frontier.json``, ``frontier.png`` and ``frontier_curves.png`` (per family, the seed-mean batch entropy relative
+to its start against the step, each relative target dashed) into the grid's ``out``.
+
+A study, not part of the library: run as a script, its folder is on ``sys.path`` and ``frontier_rules`` imports
+by name; the scripts that reuse these values (studies/confirm10/analyze.py, studies/real_lm/analyze.py,
+docs/results/controller_authority/summarise.py) put studies/frontier on ``sys.path`` and ``import frontier``.
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from frontier_rules import Registration, at_target, decide, decisions_markdown, target_order
 from stare_rl.analysis.runs import read_run
-from stare_rl.compare.frontier_rules import Registration, at_target, decide, decisions_markdown, target_order
 from stare_rl.compare.grid import Grid, cell_state, load_grid, restrict, spread
 from stare_rl.control.target import parse_target
 from stare_rl.io.runlog import write_text_atomic
@@ -278,8 +282,8 @@ def write_frontier(grid: Grid) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m stare_rl.compare.frontier", description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", required=True, help="the grid YAML (src/stare_rl/configs/frontier_cot.yaml)")
+    p = argparse.ArgumentParser(prog="python studies/frontier/frontier.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", required=True, help="the grid YAML (studies/frontier/frontier_cot.yaml)")
     p.add_argument("--out", default=None, help="the grid's output directory (default: the grid's `out`)")
     args = p.parse_args(argv)
     try:

@@ -1,8 +1,9 @@
-"""The frontier's pre-registered decision rules, applied mechanically (issue #28, item 4).
+"""The frontier study's pre-registered decision rules, applied mechanically.
 
 docs/compare.md, "Frontier (pre-registered)", fixed the hypotheses H1-H5 and the rules that decide them before any
-cell ran; this module applies those rules, as written, to :func:`stare_rl.compare.frontier.collect`'s results, so
-the verdicts in ``frontier.md`` are computed, not read off the table by hand. Nothing here is a new definition:
+cell ran; this module applies those rules, as written, to the results of ``frontier.collect``
+(studies/frontier/frontier.py), so the verdicts in ``frontier.md`` are computed, not read off the table by hand.
+Nothing here is a new definition:
 
 - a point is **at its target** when its seed-mean final batch H is within ±20 % of its seed-mean resolved target;
 - **A costs less than B** when A's mean pass@1 exceeds B's by more than the larger of their two seed stds
@@ -254,7 +255,7 @@ class _Rules:
 
 
 def decide(results: dict[str, Any], registration: Registration) -> dict[str, Any]:
-    """H1 (per target), H2, H3 (per actuator family), H4 and H5 from :func:`~stare_rl.compare.frontier.collect`'s
+    """H1 (per target), H2, H3 (per actuator family), H4 and H5 from ``frontier.collect``'s
     results: each ``{"verdict": True | False | None, "text": ...}``. Under ``exploratory``, H3's rule applied to
     the target-holding families the registration gives no role (added to the grid after it): reported apart,
     never part of a pre-registered verdict."""
@@ -274,7 +275,7 @@ def decide(results: dict[str, Any], registration: Registration) -> dict[str, Any
 def decisions_markdown(decisions: dict[str, Any]) -> str:
     """The verdicts as a markdown section for ``frontier.md``."""
     lines = ["## The pre-registered rules, applied", "",
-             "Computed by `stare_rl.compare.frontier_rules` from the table above with the rules of docs/compare.md "
+             "Computed by `studies/frontier/frontier_rules.py` from the table above with the rules of docs/compare.md "
              "(at target: final batch H within ±20 % of the target; \"costs less\": a mean beyond the larger seed "
              "std); methods without every seed are left out.", ""]
     for spec, d in decisions["H1"].items():

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import gzip
 import json
-from importlib import resources
 from pathlib import Path
 
 import pytest
 import yaml
 
-from stare_rl.compare.frontier import (
+from frontier import (
     _fmt,
     band_fraction,
     collect,
@@ -25,17 +24,18 @@ from stare_rl.compare.frontier import (
 )
 from stare_rl.compare.grid import DONE_FILE, parse_grid, restrict, spread
 
-CONFIGS = resources.files("stare_rl").joinpath("configs")
+ROOT = Path(__file__).resolve().parents[2]
+STUDIES = ROOT / "studies"
 ACTUATORS = ("stare_auto", "entropy_bonus", "entropic", "entrocraft", "stare_sens_auto")
 
 
-def _yaml(name: str) -> dict:
-    return yaml.safe_load(CONFIGS.joinpath(name).read_text())
+def _yaml(path: str) -> dict:
+    return yaml.safe_load((STUDIES / path).read_text())
 
 
 def test_frontier_grid_is_the_countdown_cot_budget_with_matched_relative_targets() -> None:
-    data = _yaml("frontier_cot.yaml")
-    assert data["base"] == _yaml("compare_cot.yaml")["base"]  # same model, data, steps, batch, lr, evaluation
+    data = _yaml("frontier/frontier_cot.yaml")
+    assert data["base"] == _yaml("compare_cot/compare_cot.yaml")["base"]  # same model, data, steps, batch, lr, evaluation
     grid = parse_grid(data)
     assert len(grid.seeds) >= 3 and grid.band == 0.1
     points = {m: family_of(grid, m) for m in grid.methods}
@@ -61,7 +61,7 @@ def test_every_frontier_cell_parses_with_stare_train() -> None:
     pytest.importorskip("trl")
     from stare_rl.compare.run import validate_cells
 
-    plans = validate_cells(parse_grid(_yaml("frontier_cot.yaml")))
+    plans = validate_cells(parse_grid(_yaml("frontier/frontier_cot.yaml")))
     assert len(plans) == 19
     assert plans["entrocraft_t05"].setup.method_config.target_entropy == "0.5x"
     assert plans["entropy_bonus_t03"].setup.adaptive_entropy["target_entropy"] == "0.3x"
@@ -222,7 +222,7 @@ def test_figure_gives_each_family_its_own_colour_and_hollow_points_keep_it(tmp_p
     the next colour of the cycle. Every family now has its own colour and a hollow marker its family's."""
     import matplotlib.axes
 
-    from stare_rl.compare.frontier import frontier_figure
+    from frontier import frontier_figure
 
     def stat(v: float) -> dict:
         return {"mean": v, "std": 0.01, "values": [v]}

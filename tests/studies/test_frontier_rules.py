@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from stare_rl.compare.frontier_rules import Registration, at_target, compare, decide, decisions_markdown
+from frontier_rules import Registration, at_target, compare, decide, decisions_markdown
 from stare_rl.compare.grid import spread
 
 REG = Registration(reference="grpo", candidate="stare_auto", rivals=("entropy_bonus", "entropic", "entrocraft"),
