@@ -11,8 +11,10 @@ import ast
 import importlib.metadata as md
 import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -137,6 +139,38 @@ def _env() -> dict[str, str]:
     src = str(ROOT / "src")
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p),
             "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+
+
+# The configs the wheel ships: what `stare train` (the embedded default, per-task defaults, the pretrained model's)
+# and `stare compare` (its shipped grid) read. A study's grid lives in studies/, next to its analysis.
+USER_CONFIGS = ["calc_tool.yaml", "chat_arithmetic.yaml", "compare.yaml", "countdown_cot.yaml", "default.yaml",
+                "pretrained.yaml"]
+
+
+def test_the_wheel_ships_the_library_and_no_study(tmp_path: Path) -> None:
+    """Build the wheel from this checkout's package (offline, no isolation): it holds the user configs and the
+    recipes, and no file of studies/ (a study's analysis code or its research grid), by name or by content."""
+    pytest.importorskip("setuptools")
+    shutil.copytree(PACKAGE, tmp_path / "src" / "stare_rl", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, tmp_path / name)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                           "-q", "-w", str(tmp_path / "dist"), str(tmp_path)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        shipped = {n: z.read(n) for n in z.namelist() if not n.endswith("/")}
+    configs = sorted(n.removeprefix("stare_rl/configs/") for n in shipped if n.startswith("stare_rl/configs/"))
+    assert configs == USER_CONFIGS
+    assert any(n.startswith("stare_rl/recipes/") for n in shipped)
+    studies = [p for p in (ROOT / "studies").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert studies and any(p.name == "frontier.py" for p in studies)
+    names = {Path(n).name for n in shipped}
+    contents = set(shipped.values())
+    leaked = [str(p.relative_to(ROOT)) for p in studies if p.name in names or p.read_bytes() in contents]
+    assert not leaked, f"the wheel ships study files: {leaked}"
+    assert not [n for n in shipped if "frontier" in n or "compare_cot" in n]
 
 
 def test_stare_console_script_runs_train_help(tmp_path: Path) -> None:
