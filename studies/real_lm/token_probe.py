@@ -15,7 +15,7 @@ and writes
 Run (from the repository root, STARE_RL_CACHE set):
 
     python studies/real_lm/token_probe.py --model smollm2-135m-instruct --task chat_arithmetic \
-        --prompts 4 --group 4 --max-new-tokens 16 --out docs/results/real_lm_analysis/real_start_s0.json
+        --prompts 4 --group 4 --max-new-tokens 16 --out docs/results/real_lm_analysis/tokens_real_start_s0.json
 """
 
 from __future__ import annotations
