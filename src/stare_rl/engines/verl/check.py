@@ -144,7 +144,8 @@ def _load_error(ep: metadata.EntryPoint | None) -> str | None:
 
 # What a verl worker does at start-up, in a fresh interpreter: `import verl` (plugins load), import the FSDP
 # engine module the actor/critic/ref workers build their model with, then run its `apply_monkey_patch` on a tiny
-# model of each architecture the tiny models use (verl 0.9.1 imports trl's value-head class there: issue #23).
+# model of each architecture the tiny models use. verl 0.9.1 imports trl's value-head class there whenever trl is
+# importable, and trl 1.16 has none: a worker would raise ImportError at start-up, which this probe catches.
 _FRESH_PROBE = (
     "import json, traceback, verl\n"
     "from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY as R\n"

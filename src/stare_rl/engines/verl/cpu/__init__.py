@@ -2,7 +2,7 @@
 
 Inert unless asked for: :func:`activate` runs (from the plugin, at ``import verl``) only when
 ``VERL_PLATFORM=stare_cpu`` is set, in the driver and, through the inherited environment, in every Ray
-worker. It then fixes, without editing verl, what stock verl 0.9 lacks on a CPU-only machine (issue #23):
+worker. It then fixes, without editing verl, what stock verl 0.9 lacks on a CPU-only machine:
 
 1. a platform (:class:`~stare_rl.engines.verl.cpu.platform.StareCPUPlatform`, ``device_name == "cpu"``, gloo,
    no-op memory calls) registered with verl's ``PlatformRegistry`` under :data:`PLATFORM_NAME`;
