@@ -1,0 +1,378 @@
+"""The studies' one cell driver: run a pre-registered study's missing cells in its registered order and commit each.
+
+A study declares itself in its own ``studies/<study>/run_cells.py`` (a :class:`Study`: its grids, the run order,
+its results folder, its analysis, the issue tag of its commits, its environment pins) and hands it to :func:`main`,
+which gives every study the same command line:
+
+    python studies/<study>/run_cells.py [--run-root DIR] [--parallel N]   # run the missing cells (nohup it)
+    python studies/<study>/run_cells.py --dry-run                         # the cells in order and their state
+    python studies/<study>/run_cells.py --status                          # + steps logged, checkpoint, s per step
+    touch RUN_ROOT/STOP                                  # start no new cell (running ones finish and are committed)
+
+Each cell is one ``stare compare --config GRID --out RUN_ROOT/<part> --methods M --seeds S --parallel 1`` under
+``nice -n 19`` with the study's pins over the caller's environment, so an interrupted cell resumes from its last
+checkpoint when the driver is started again on the same run root; a cell already committed under
+``<docs>/<part>/runs/<method>/seed<S>`` is skipped. When a cell finishes, the driver refreshes the grid's report
+(``stare compare --report-only`` over the finished seeds), copies the cell's light files (those of
+docs/results/compare/export.py, plus eval_initial.json where the grid writes one; metrics gzipped with a fixed
+header, so an unchanged cell stays byte-identical) and the report into ``<docs>/<part>/``, re-runs the study's
+analysis and commits exactly ``<docs>`` (``git commit -- <docs>``, never ``git add -A``), retrying while another
+process holds the index lock. A part named ``""`` is a study of one grid whose ``--out`` is the run root itself.
+
+A cell that another ``stare compare`` (one the driver did not start) is running is waited for, not started twice:
+the driver takes over, in order, once that process has finished it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+# The frontier's kernel pins: the same CPU kernels in every cell and after a resume.
+KERNEL_PINS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "OMP_NUM_THREADS": "1"}
+DONE = "compare_done.json"  # stare_rl.compare.grid.DONE_FILE (not imported: the package pulls in torch)
+INITIAL_EVAL = "eval_initial.json"  # stare_rl.io.runlog.INITIAL_EVAL_FILE, written where a grid sets initial_eval
+REPORT_FILES = ("results.md", "results.json", "compare_run.json")
+REPORT_DIRS = ("report", "reference")
+
+
+def _export_module():
+    spec = importlib.util.spec_from_file_location("export", ROOT / "docs" / "results" / "compare" / "export.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+EXPORT = _export_module()
+Commit = Callable[[Path, str], str]  # (folder, message) -> what to print: a short hash or why not
+
+
+class Cell(NamedTuple):
+    part: str
+    method: str
+    seed: int
+
+
+class Block(NamedTuple):
+    """One stretch of the run order: for each seed in turn, each method of one part's grid."""
+
+    part: str
+    seeds: tuple[int, ...]
+    methods: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A pre-registered study as the driver sees it.
+
+    Args:
+        tag: what every commit message starts with, e.g. ``"#45 confirm10"``.
+        grids: part name -> grid YAML; the part's cells go to ``RUN_ROOT/<part>`` and ``<docs>/<part>``.
+        order: the registered run order, block after block.
+        docs: the study's results folder (the only path the driver commits).
+        analyze: the analysis script, re-run after each cell.
+        analyze_args: its arguments; ``{run_root}`` and ``{docs}`` are filled in.
+        run_root: the default ``--run-root``.
+        pins: environment variables set over the caller's for every ``stare`` command.
+        needs_env: variables the caller must set before cells start -> why (checked unless --dry-run/--status).
+        parallel: the default ``--parallel``.
+        cells_noun: the word of the commit's count, e.g. ``"new cells"``.
+    """
+
+    tag: str
+    grids: Mapping[str, Path]
+    order: tuple[Block, ...]
+    docs: Path
+    analyze: Path
+    run_root: Path
+    analyze_args: tuple[str, ...] = ()
+    pins: Mapping[str, str] = field(default_factory=lambda: dict(KERNEL_PINS))
+    needs_env: Mapping[str, str] = field(default_factory=dict)
+    parallel: int = 2
+    cells_noun: str = "cells"
+
+    def __post_init__(self) -> None:
+        unknown = sorted({b.part for b in self.order} - set(self.grids))
+        if unknown:
+            raise ValueError(f"Study.order names parts {unknown} that are not in grids {sorted(self.grids)}")
+        cells = self.cells()
+        if len(set(cells)) != len(cells):
+            raise ValueError(f"Study.order lists a cell twice: {sorted(c for c in cells if cells.count(c) > 1)}")
+
+    def cells(self) -> list[Cell]:
+        return [Cell(b.part, m, s) for b in self.order for s in b.seeds for m in b.methods]
+
+    def docs_dir(self, c: Cell) -> Path:
+        return self.docs / c.part / "runs" / c.method / f"seed{c.seed}"
+
+    def committed(self, c: Cell) -> bool:
+        return (self.docs_dir(c) / DONE).is_file()
+
+    def env(self) -> dict[str, str]:
+        """The caller's environment (its STARE_RL_CACHE, if set, names the model / warm start cache) with the pins."""
+        return {**os.environ, **self.pins}
+
+
+def run_dir(root: Path, c: Cell) -> Path:
+    return root / c.part / "runs" / c.method / f"seed{c.seed}"
+
+
+def state(study: Study, root: Path, c: Cell) -> str:
+    if study.committed(c):
+        return "committed"
+    if (run_dir(root, c) / DONE).is_file():
+        return "finished, not committed"
+    return "resume" if run_dir(root, c).exists() else "fresh"
+
+
+def _where(c: Cell, fmt: str = " ({})") -> str:
+    """The part, for the messages of a study of several grids; nothing for a study of one."""
+    return fmt.format(c.part) if c.part else ""
+
+
+def stare(*args: str) -> list[str]:
+    return ["nice", "-n", "19", str(BIN / "stare"), *args]
+
+
+def launch(study: Study, root: Path, c: Cell) -> subprocess.Popen:
+    log = root / "logs" / f"{c.part + '_' if c.part else ''}{c.method}_seed{c.seed}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    argv = stare("compare", "--config", str(study.grids[c.part]), "--out", str(root / c.part), "--methods", c.method,
+                 "--seeds", str(c.seed), "--parallel", "1")
+    f = open(log, "a")  # noqa: SIM115  (closed by the child's exit; the driver keeps no handle of its own)
+    f.write(f"$ {' '.join(argv)}\n")
+    f.flush()
+    return subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=study.env(), cwd=ROOT)
+
+
+def gzip_stable(src: Path, dst: Path) -> None:
+    """``src`` gzipped into ``dst`` with mtime 0 (the header's name is dst's, less .gz): same input, same bytes."""
+    with open(src, "rb") as f, open(dst, "wb") as raw, \
+            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as g:
+        shutil.copyfileobj(f, g)
+
+
+def export_cell(study: Study, root: Path, c: Cell) -> None:
+    """The cell's light files into ``<docs>/<part>/runs/<method>/seed<S>``, and the grid's report into ``<docs>/<part>``."""
+    src, out = run_dir(root, c), study.docs_dir(c)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in (*EXPORT.CELL_FILES, INITIAL_EVAL):
+        if (src / name).is_file():
+            shutil.copy2(src / name, out / name)
+    gzip_stable(src / "metrics.jsonl", out / "metrics.jsonl.gz")
+    grid_out, docs_out = root / c.part, study.docs / c.part
+    for name in REPORT_FILES:
+        if (grid_out / name).is_file():
+            shutil.copy2(grid_out / name, docs_out / name)
+    for sub in REPORT_DIRS:
+        if (grid_out / sub).exists():
+            if (docs_out / sub).exists():
+                shutil.rmtree(docs_out / sub)
+            shutil.copytree(grid_out / sub, docs_out / sub)
+
+
+def refresh_report(study: Study, root: Path, part: str) -> None:
+    seeds = sorted({c.seed for c in study.cells() if c.part == part and (run_dir(root, c) / DONE).is_file()})
+    if seeds:
+        subprocess.run(stare("compare", "--config", str(study.grids[part]), "--out", str(root / part), "--report-only",
+                             "--seeds", ",".join(map(str, seeds))),
+                       env=study.env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def run_analysis(study: Study, root: Path) -> None:
+    args = [a.format(run_root=root, docs=study.docs) for a in study.analyze_args]
+    subprocess.run([sys.executable, str(study.analyze), *args], cwd=ROOT, stdout=subprocess.DEVNULL, check=False)
+
+
+def git_commit(folder: Path, message: str) -> str:
+    """Commit exactly ``folder`` (``git add -- folder; git commit -- folder``), retrying while index.lock is held."""
+    path = str(folder.relative_to(ROOT))
+    for attempt in range(30):
+        add = subprocess.run(["git", "add", "--", path], cwd=ROOT, capture_output=True, text=True)
+        if add.returncode == 0:
+            c = subprocess.run(["git", "commit", "-q", "-m", message, "--", path], cwd=ROOT, capture_output=True,
+                               text=True)
+            if c.returncode == 0:
+                return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                      text=True).stdout.strip()
+            if "nothing to commit" in c.stdout + c.stderr:
+                return "(nothing to commit)"
+            err = c.stderr
+        else:
+            err = add.stderr
+        if "index.lock" not in err:
+            print(f"git failed: {err.strip()}", flush=True)
+            return "(failed)"
+        time.sleep(2 + attempt)
+    return "(index.lock: gave up)"
+
+
+def finish(study: Study, root: Path, c: Cell, commit: Commit = git_commit) -> str:
+    """Report, export, analysis and commit of a finished cell; returns the commit message."""
+    done = json.loads((run_dir(root, c) / DONE).read_text())
+    refresh_report(study, root, c.part)
+    export_cell(study, root, c)
+    run_analysis(study, root)
+    n_done = sum(study.committed(x) for x in study.cells())
+    wall = done.get("wall_s")
+    msg = (f"{study.tag}: cell {c.method}/seed{c.seed}{_where(c, ' ({} grid)')} finished in {wall:.0f} s wall"
+           f"{' (resumed from a checkpoint)' if done.get('resumed') else ''}; {n_done} of {len(study.cells())} "
+           f"{study.cells_noun} done; {study.analyze.name} re-run")
+    print(f"{time.strftime('%H:%M:%S')} {msg}: commit {commit(study.docs, msg)}", flush=True)
+    return msg
+
+
+class Foreign(NamedTuple):
+    """A running ``stare compare`` the driver did not start: its pid, its --out (resolved) and its argv."""
+
+    pid: int
+    out: Path
+    argv: list[str]
+
+
+def foreign_runs(exclude: set[int]) -> list[Foreign]:
+    """Every running ``stare compare`` (not --report-only) whose pid is not in ``exclude``, from /proc."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+            cwd = (proc / "cwd").resolve(strict=True)
+        except OSError:
+            continue
+        if (int(proc.name) in exclude or "compare" not in argv or "--report-only" in argv
+                or not any(Path(a).name == "stare" for a in argv) or "--out" not in argv[:-1]):
+            continue
+        found.append(Foreign(int(proc.name), (cwd / argv[argv.index("--out") + 1]).resolve(), argv))
+    return found
+
+
+def _names(argv: list[str], flag: str, value: str) -> bool:
+    """True where argv has no ``flag`` (then the grid's whole list runs) or its comma list names ``value``."""
+    return flag not in argv[:-1] or value in argv[argv.index(flag) + 1].split(",")
+
+
+def runner(root: Path, c: Cell, procs: list[Foreign]) -> int | None:
+    """The pid of the foreign ``stare compare`` whose --out, --methods and --seeds cover the cell, if any."""
+    out = (root / c.part).resolve()
+    return next((p.pid for p in procs if p.out == out and _names(p.argv, "--methods", c.method)
+                 and _names(p.argv, "--seeds", str(c.seed))), None)
+
+
+def _progress(d: Path) -> str:
+    log = d / "metrics.jsonl"
+    rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.is_file() else []
+    times = [r["step_time"] for r in rows if isinstance(r.get("step_time"), (int, float))]
+    if not times:
+        return "started, no step logged"
+    ckpts = sorted(int(p.name.split("-")[1]) for p in d.glob("checkpoint-*"))
+    return (f"unfinished, {max((r.get('step', 0) for r in rows), default=0)} steps logged, last checkpoint "
+            f"{ckpts[-1] if ckpts else None}, mean step_time {sum(times) / len(times):.2f} s")
+
+
+def status(study: Study, root: Path, procs: list[Foreign] | None = None) -> str:
+    """One line per cell: committed / finished (wall s) / running or interrupted (steps logged, last checkpoint,
+    mean step_time of the logged steps; the pid of the stare compare running it) / not started."""
+    procs = foreign_runs(exclude=set()) if procs is None else procs
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, run root {root}, load average {load} "
+             f"(1/5/15 min) on {os.cpu_count()} CPUs"]
+    for c in study.cells():
+        d, head = run_dir(root, c), f"{_where(c, '{} ')}{c.method}/seed{c.seed}"
+        if study.committed(c):
+            wall = json.loads((study.docs_dir(c) / DONE).read_text()).get("wall_s")
+            lines.append(f"{head}: committed, {wall:.0f} s wall")
+        elif (d / DONE).is_file():
+            lines.append(f"{head}: finished, not committed")
+        elif d.exists():
+            pid = runner(root, c, procs)
+            lines.append(f"{head}: {_progress(d)}{f', running in pid {pid}' if pid else ''}")
+        else:
+            lines.append(f"{head}: not started")
+    return "\n".join(lines)
+
+
+def dry_run(study: Study, root: Path) -> str:
+    width = max(len(p) for p in study.grids) + 1  # a column: two spaces after the longest part's name
+    return "\n".join(f"{f'{c.part:<{width}} ' if width > 1 else ''}{c.method}/seed{c.seed}: {state(study, root, c)}"
+                     for c in study.cells())
+
+
+def _start_next(study: Study, root: Path, todo: list[Cell], running: list, parallel: int, commit: Commit,
+                waiting: list[Cell]) -> None:
+    """Start cells from the head of ``todo`` while there is room; finish those already done; wait (in order) for a
+    cell that a foreign stare compare is running."""
+    while todo and len(running) < parallel and not (root / "STOP").exists():
+        c = todo[0]
+        if (run_dir(root, c) / DONE).is_file():
+            finish(study, root, todo.pop(0), commit)
+            continue
+        pid = runner(root, c, foreign_runs(exclude={proc.pid for _, proc, _ in running}))
+        if pid:
+            if waiting != [c]:
+                waiting[:] = [c]
+                print(f"{time.strftime('%H:%M:%S')} waiting: pid {pid} (a stare compare this driver did not start) "
+                      f"is running {c.method}/seed{c.seed}{_where(c)}", flush=True)
+            return
+        todo.pop(0)
+        running.append((c, launch(study, root, c), time.time()))
+        print(f"{time.strftime('%H:%M:%S')} start {c.method}/seed{c.seed}{_where(c)}", flush=True)
+
+
+def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit) -> int:
+    todo = [c for c in study.cells() if state(study, root, c) != "committed"]
+    print(f"{time.strftime('%H:%M:%S')} {len(todo)} of {len(study.cells())} cells to run in {root}", flush=True)
+    running: list[tuple[Cell, subprocess.Popen, float]] = []
+    waiting: list[Cell] = []
+    while todo or running:
+        _start_next(study, root, todo, running, parallel, commit, waiting)
+        if (root / "STOP").exists() and not running:
+            print(f"{time.strftime('%H:%M:%S')} STOP: {len(todo)} cells not started", flush=True)
+            break
+        time.sleep(10)
+        for item in list(running):
+            c, proc, t0 = item
+            if proc.poll() is None:
+                continue
+            running.remove(item)
+            if proc.returncode == 0 and (run_dir(root, c) / DONE).is_file():
+                finish(study, root, c, commit)
+            else:
+                print(f"{time.strftime('%H:%M:%S')} FAILED {c.method}/seed{c.seed} (exit {proc.returncode}) after "
+                      f"{time.time() - t0:.0f} s; log {root / 'logs'}", flush=True)
+    return 0
+
+
+def main(study: Study, script: str, doc: str, argv: list[str] | None = None, commit: Commit = git_commit) -> int:
+    """The command line of ``python <script>``; ``doc`` is the study's docstring (its first paragraph is --help's)."""
+    p = argparse.ArgumentParser(prog=f"python {Path(script).resolve().relative_to(ROOT)}",
+                                description=doc.split("\n\n")[0])
+    p.add_argument("--run-root", type=Path, default=study.run_root, help="run directories (outside the repo)")
+    p.add_argument("--parallel", type=int, default=study.parallel)
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--status", action="store_true", help="with --dry-run's list, the progress of unfinished cells")
+    args = p.parse_args(argv)
+    root = args.run_root.resolve()
+    if args.status:
+        print(status(study, root))
+        return 0
+    if args.dry_run:
+        print(dry_run(study, root))
+        return 0
+    unset = {k: why for k, why in study.needs_env.items() if not os.environ.get(k)}
+    if unset:
+        print("; ".join(f"set {k}: {why}" for k, why in unset.items()), file=sys.stderr)
+        return 2
+    return run(study, root, args.parallel, commit)

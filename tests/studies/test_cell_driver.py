@@ -1,0 +1,160 @@
+"""The studies' one cell driver (studies/cell_driver.py) on a fake finished cell in tmp dirs: the registered orders,
+the export (light files only, a byte-stable metrics.jsonl.gz), the status and dry-run lines, the wait for a cell
+that a foreign ``stare compare`` runs, and the finish step with the analysis run and the commit injected (no git,
+no training, no ``stare`` process)."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+STUDIES = Path(__file__).resolve().parents[2] / "studies"
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def cd():
+    return _load(STUDIES / "cell_driver.py", "cell_driver")
+
+
+@pytest.fixture()
+def study(cd, tmp_path: Path):
+    analyze = tmp_path / "analyze.py"  # writes its arguments where the test can read them
+    analyze.write_text("import sys, pathlib\npathlib.Path(sys.argv[-1], 'analysis.txt').write_text(' '.join(sys.argv[1:]))\n")
+    return cd.Study(tag="#0 fake", grids={"a": tmp_path / "a.yaml", "bb": tmp_path / "bb.yaml"},
+                    order=(cd.Block("a", (0, 1), ("grpo", "stare")), cd.Block("bb", (0,), ("grpo",))),
+                    docs=tmp_path / "docs", analyze=analyze, analyze_args=("--runs", "{run_root}", "--out", "{docs}"),
+                    run_root=tmp_path / "runs", cells_noun="new cells")
+
+
+def _fake_cell(cd, root: Path, c, done: bool = True, steps: int = 3) -> Path:
+    d = cd.run_dir(root, c)
+    (d / "checkpoint-2").mkdir(parents=True)
+    (d / "checkpoint-2" / "model.safetensors").write_bytes(b"heavy")
+    for name in ("cell.yaml", "config.yaml", "run_config.json", "eval.json", "train_summary.json", "eval_initial.json"):
+        (d / name).write_text(f"{name} of {c}\n")
+    rows = [{"step": i + 1, "step_time": 2.0 + i} for i in range(steps)]
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if done:
+        (d / "compare_done.json").write_text(json.dumps({"wall_s": 1234.4, "resumed": True}))
+    (root / c.part / "results.md").write_text("| table |\n")
+    (root / c.part / "report").mkdir(exist_ok=True)
+    (root / c.part / "report" / "index.md").write_text("report\n")
+    return d
+
+
+def test_the_registered_orders(cd) -> None:
+    real_lm = _load(STUDIES / "real_lm" / "run_cells.py", "real_lm_run_cells").STUDY
+    head = ("grpo", "stare_auto_t05", "entropy_bonus_trl_t05")
+    expected = ([("", m, s) for s in (0, 1) for m in head] + [("", "entrocraft_t05", s) for s in (0, 1)]
+                + [("", m, 2) for m in (*head, "entrocraft_t05")])
+    assert real_lm.cells() == expected and real_lm.parallel == 1
+    assert real_lm.docs.parts[-2:] == ("results", "real_lm_grid") and real_lm.pins == cd.KERNEL_PINS
+    assert "STARE_RL_CACHE" in real_lm.needs_env
+    confirm10 = _load(STUDIES / "confirm10" / "run_cells.py", "confirm10_run_cells").STUDY
+    assert confirm10.parallel == 2 and confirm10.analyze_args == () and len(confirm10.cells()) == 36
+
+
+def test_a_bad_order_is_refused(cd, tmp_path: Path) -> None:
+    kw = {"tag": "#0", "grids": {"a": tmp_path}, "docs": tmp_path, "analyze": tmp_path, "run_root": tmp_path}
+    with pytest.raises(ValueError, match="not in grids"):
+        cd.Study(order=(cd.Block("b", (0,), ("grpo",)),), **kw)
+    with pytest.raises(ValueError, match="twice"):
+        cd.Study(order=(cd.Block("a", (0,), ("grpo",)), cd.Block("a", (0, 1), ("grpo",))), **kw)
+
+
+def test_export_writes_the_light_files_and_a_byte_stable_gzip(cd, study, tmp_path: Path) -> None:
+    root, c = tmp_path / "runs", cd.Cell("a", "stare", 1)
+    src = _fake_cell(cd, root, c)
+    cd.export_cell(study, root, c)
+    out = study.docs / "a" / "runs" / "stare" / "seed1"
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["cell.yaml", "config.yaml", "run_config.json", "eval.json", "train_summary.json", "compare_done.json",
+         "eval_initial.json", "metrics.jsonl.gz"])  # no checkpoint, no model
+    assert gzip.decompress((out / "metrics.jsonl.gz").read_bytes()) == (src / "metrics.jsonl").read_bytes()
+    first = (out / "metrics.jsonl.gz").read_bytes()
+    assert first[4:8] == b"\0\0\0\0"  # mtime 0 in the header
+    cd.export_cell(study, root, c)
+    assert (out / "metrics.jsonl.gz").read_bytes() == first  # an unchanged cell stays byte-identical
+    assert (study.docs / "a" / "results.md").read_text() == "| table |\n"
+    assert (study.docs / "a" / "report" / "index.md").is_file()
+
+
+def test_status_and_dry_run_lines(cd, study, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    cells = study.cells()
+    assert cells == [("a", "grpo", 0), ("a", "stare", 0), ("a", "grpo", 1), ("a", "stare", 1), ("bb", "grpo", 0)]
+    _fake_cell(cd, root, cells[0])
+    cd.export_cell(study, root, cells[0])  # committed
+    _fake_cell(cd, root, cells[1])  # finished, not committed
+    _fake_cell(cd, root, cells[2], done=False)  # running in a foreign pid
+    cd.run_dir(root, cells[3]).mkdir(parents=True)  # started, no step logged yet
+    foreign = [cd.Foreign(77, (root / "a").resolve(), ["stare", "compare", "--out", "x", "--methods", "grpo,stare"])]
+    lines = cd.status(study, root, procs=foreign).splitlines()[1:]
+    assert lines == ["a grpo/seed0: committed, 1234 s wall",
+                     "a stare/seed0: finished, not committed",
+                     "a grpo/seed1: unfinished, 3 steps logged, last checkpoint 2, mean step_time 3.00 s, "
+                     "running in pid 77",
+                     "a stare/seed1: started, no step logged, running in pid 77",
+                     "bb grpo/seed0: not started"]
+    assert cd.dry_run(study, root).splitlines() == [
+        "a   grpo/seed0: committed", "a   stare/seed0: finished, not committed", "a   grpo/seed1: resume",
+        "a   stare/seed1: resume", "bb  grpo/seed0: fresh"]
+
+
+def test_a_foreign_run_covers_by_out_methods_and_seeds(cd, tmp_path: Path) -> None:
+    out = tmp_path.resolve()
+    procs = [cd.Foreign(5, out, ["stare", "compare", "--out", "o", "--seeds", "0", "--methods", "grpo,stare"])]
+    assert cd.runner(tmp_path, cd.Cell("", "stare", 0), procs) == 5
+    assert cd.runner(tmp_path, cd.Cell("", "stare", 1), procs) is None  # another seed
+    assert cd.runner(tmp_path, cd.Cell("", "bonus", 0), procs) is None  # another method
+    assert cd.runner(tmp_path, cd.Cell("x", "stare", 0), procs) is None  # another --out
+    whole = [cd.Foreign(6, out, ["stare", "compare", "--out", "o"])]  # no --methods / --seeds: the whole grid
+    assert cd.runner(tmp_path, cd.Cell("", "bonus", 2), whole) == 6
+
+
+def test_finish_exports_analyses_and_commits_the_docs_folder(cd, study, tmp_path: Path, monkeypatch) -> None:
+    root, c = tmp_path / "runs", cd.Cell("a", "grpo", 1)
+    _fake_cell(cd, root, c)
+    monkeypatch.setattr(cd, "refresh_report", lambda *a: None)  # no `stare compare --report-only` here
+    commits: list[tuple[Path, str]] = []
+    msg = cd.finish(study, root, c, commit=lambda folder, m: commits.append((folder, m)) or "abc1234")
+    assert msg == ("#0 fake: cell grpo/seed1 (a grid) finished in 1234 s wall (resumed from a checkpoint); "
+                   "1 of 5 new cells done; analyze.py re-run")
+    assert commits == [(study.docs, msg)]
+    assert (study.docs / "analysis.txt").read_text() == f"--runs {root} --out {study.docs}"
+
+
+def test_the_driver_waits_for_a_foreign_run_then_takes_over(cd, study, tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "runs"
+    first = study.cells()[0]
+    _fake_cell(cd, root, first, done=False)
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [cd.Foreign(9, (root / "a").resolve(), ["stare"])])
+    monkeypatch.setattr(cd, "launch", lambda *a: pytest.fail("started a cell a foreign run is running"))
+    todo, running, waiting = study.cells(), [], []
+    cd._start_next(study, root, todo, running, 2, lambda f, m: "", waiting)
+    assert waiting == [first] and todo[0] == first and not running
+    # the foreign run finishes the cell: the driver commits it and starts the next one
+    (cd.run_dir(root, first) / "compare_done.json").write_text(json.dumps({"wall_s": 10.0}))
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [])
+    monkeypatch.setattr(cd, "refresh_report", lambda *a: None)
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: type("P", (), {"pid": 1})())
+    commits: list[str] = []
+    cd._start_next(study, root, todo, running, 1, lambda f, m: commits.append(m) or "", waiting)
+    assert len(commits) == 1 and "grpo/seed0 (a grid)" in commits[0]
+    assert [c for c, _, _ in running] == [study.cells()[1]] and todo == study.cells()[2:]
+    (root / "STOP").touch()
+    cd._start_next(study, root, todo, [], 2, lambda f, m: "", waiting)
+    assert todo == study.cells()[2:]  # STOP: nothing new starts
