@@ -62,6 +62,9 @@ def test_declared_metrics_live_in_the_one_namespace() -> None:
     ("stare/batch_entropy", "control/batch_entropy"),      # TRL, step controller
     ("stare/gate_on", "control/gate_on"),
     ("stare/auto_strength", "control/auto_strength"),
+    ("stare/auto_target", "control/target_entropy"),       # retired repeats: the name that still carries it
+    ("control/auto_target", "control/target_entropy"),
+    ("control/entropic_target_entropy", "control/target_entropy"),
     ("stare/entropic_alpha", "control/entropic_alpha"),
     ("stare/entropy_coef", "control/entropy_coef"),
     ("stare/mean_weight", "loss/mean_weight"),             # TRL, loss

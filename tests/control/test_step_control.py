@@ -56,7 +56,8 @@ def test_trl_and_verl_give_the_same_context_and_saved_state(tmp_path: Path, entr
         verl_ctrl.update(vm.step_batch(td), step)  # the driver, once per step
         batch = V.verl_token_batch(d["old"], d["logp"], d["adv"][:, None] * d["mask"], d["mask"].long(), d["entropy"])
         state = V.StepState(controllers=verl_ctrl.state_dict(), entropy=d["entropy"])
-        verl_ctx = V.loss_context("stare", batch, method_cfg, policy_loss, state)  # a worker, per micro-batch
+        verl_ctx, logged = V.loss_context("stare", batch, method_cfg, policy_loss, state)  # a worker, per micro-batch
+        assert logged == {}  # the exact path: the driver logs the controllers
 
         assert dict(trl_ctx.stats) == dict(verl_ctx.stats)
         assert trl_ctx.get("gate_on") is (entropy_scale < 1.0)

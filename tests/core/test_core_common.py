@@ -138,6 +138,11 @@ def test_surrogate_symmetric_clip_and_metrics() -> None:
     assert float(m["pg_clipfrac"]) == pytest.approx(1 / 3)  # token 0 (ratio above 1.28)
     assert float(m["pg_clipfrac_lower"]) == pytest.approx(1 / 3)  # token 2 (dual clip)
     assert float(m["ppo_kl"]) == pytest.approx(-(math.log(1.5) + math.log(5.0)) / 3)
+    # float32 whatever the compute dtype: under bf16 a clip fraction of 1/3 is not logged as 0.333984
+    _, bf = clipped_surrogate(lp.bfloat16(), torch.zeros(1, 4, dtype=torch.bfloat16), adv.bfloat16(), mask,
+                              SurrogateConfig())
+    assert {k: v.dtype for k, v in bf.items()} == dict.fromkeys(m, torch.float32)
+    assert float(bf["pg_clipfrac"]) == float(torch.tensor(1 / 3, dtype=torch.float32))
 
 
 @pytest.mark.parametrize(

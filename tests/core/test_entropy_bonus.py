@@ -103,7 +103,9 @@ def test_context_coefficient_from_the_adaptive_controller_overrides_the_config()
     assert resolve_entropy_coef(EntropyBonusConfig(coef=0.5), LossContext()) == 0.5
     batch = random_batch(1)
     out = add_entropy_bonus(compute_loss("vanilla", batch), batch, EntropyBonusConfig(coef=0.5), ctx)
-    assert float(out.metrics["entropy_coef"]) == pytest.approx(0.0015)
+    assert "entropy_coef" not in out.metrics  # the controller's coefficient, logged by it (each value once)
+    fixed = add_entropy_bonus(compute_loss("vanilla", batch), batch, EntropyBonusConfig(coef=0.5))
+    assert float(fixed.metrics["entropy_coef"]) == 0.5 and fixed.metrics["entropy_coef"].dtype == torch.float32
 
 
 @pytest.mark.parametrize("coef", [-0.1, math.nan, math.inf])

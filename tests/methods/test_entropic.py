@@ -132,7 +132,8 @@ def test_hand_derived_loss_and_gradient() -> None:
     assert torch.allclose(grad, expected, atol=1e-12)
     assert out.masks["high_prob"].tolist() == [[True, True, False, False]]
     assert float(out.metrics["high_prob_frac"]) == pytest.approx(2 / 3)
-    assert float(out.metrics["entropic_alpha"]) == 0.5
+    assert "entropic_alpha" not in out.metrics  # handed in by the controller, which logs it (each value once)
+    assert float(compute_loss("entropic", _hand_batch(), EntroPICConfig()).metrics["entropic_alpha"]) == 0.0
     # alpha < 0 (entropy below target): positive high-probability tokens damped, negative ones amplified
     out = compute_loss("entropic", _hand_batch(), EntroPICConfig(), None, _ctx(-0.5))
     assert torch.allclose(out.token_loss, torch.tensor([[-0.5 * r, 1.5 * r, -r, 0.0]], dtype=torch.float64))
@@ -153,7 +154,7 @@ def test_controller_context_drives_the_loss() -> None:
     ctrl.update(_obs(0.4))  # e = 0.3 -> alpha = 0.3
     batch = _hand_batch()
     out = compute_loss("entropic", batch, cfg, None, LossContext(stats=ctrl.context()))
-    assert float(out.metrics["entropic_alpha"]) == pytest.approx(0.3)
+    assert ctrl.metrics()["entropic_alpha"] == pytest.approx(0.3) and "entropic_alpha" not in out.metrics
     r = math.exp(0.1)
     assert float(out.token_loss.detach()[0, 0]) == pytest.approx(-1.3 * r)
 
@@ -223,7 +224,7 @@ def test_registered_in_verl_and_alpha_from_the_driver_state() -> None:
     driver.update(_obs(0.6))  # e = 0.5 -> alpha = 0.5
     with V.step_state(V.StepState(controllers={"entropic_pi": driver.state_dict()})):
         loss, metrics = fn(batch.old_log_prob, batch.log_prob, batch.advantages, batch.mask, "token-mean", cfg)
-    assert metrics["loss/entropic_alpha"] == pytest.approx(0.5)
+    assert "loss/entropic_alpha" not in metrics  # the driver's alpha, logged by the driver (control/entropic_alpha)
     sur = V.surrogate_config(cfg, "token-mean")
     out = compute_loss("entropic", batch, EntroPICConfig(), sur, _ctx(0.5))
     torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask), rtol=1e-6, atol=1e-7)

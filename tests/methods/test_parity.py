@@ -111,8 +111,8 @@ def _check_stare(out: LossOutput, o: dict[str, Any]) -> None:
     ):
         assert int(out.metrics[ours]) == o[ref], f"{ours}={int(out.metrics[ours])}, reference {o[ref]}"
     m = o["metrics"]
+    assert "gate_on" not in out.metrics  # an input handed in by the gate (ctx), logged by the controller
     same = {
-        "gate_on": "actor/stare/gate_on",
         "top_p_ratio": "actor/stare/top_ratio",
         "pos_candidate_frac": "actor/stare/positive_candidate_ratio",
         "neg_candidate_frac": "actor/stare/negative_candidate_ratio",

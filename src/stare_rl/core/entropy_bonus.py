@@ -83,7 +83,9 @@ def add_entropy_bonus(
         ctx: stats ``entropy_coef`` overrides ``cfg.coef``.
 
     Returns:
-        A new :class:`LossOutput` with metrics ``entropy_coef`` and ``entropy`` (token-mean of this batch).
+        A new :class:`LossOutput` with metrics ``entropy`` (token-mean of this batch) and, when the coefficient
+        is the config's (no controller handed one in through ``ctx``, which logs its own), ``entropy_coef``;
+        float32 whatever the compute dtype.
     """
     if batch.entropy is None:
         raise ValueError("add_entropy_bonus needs batch.entropy (per-token entropy), got entropy=None")
@@ -91,8 +93,8 @@ def add_entropy_bonus(
     bonus = entropy_bonus(batch.entropy, batch.mask, coef)  # (B, T)
     valid = batch.mask_f
     metrics = dict(out.metrics)
-    dtype, device = out.token_loss.dtype, out.token_loss.device
-    metrics["entropy_coef"] = torch.tensor(coef, dtype=dtype, device=device)
+    if ctx is None or ctx.get("entropy_coef") is None:
+        metrics["entropy_coef"] = torch.tensor(coef, dtype=torch.float32, device=out.token_loss.device)
     ent = torch.where(valid > 0, batch.entropy.detach(), torch.zeros_like(valid))  # (B, T)
-    metrics["entropy"] = ent.sum() / valid.sum().clamp(min=1.0)
+    metrics["entropy"] = ent.sum(dtype=torch.float32) / valid.sum(dtype=torch.float32).clamp(min=1.0)
     return replace(out, token_loss=out.token_loss + bonus, metrics=metrics)

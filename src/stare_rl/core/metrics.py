@@ -14,7 +14,8 @@ A method declares which of its metrics are worth plotting at registration
 (``register_method(..., metrics=(MetricSpec(...), ...))``); reports and tables read them from the registry.
 Runs written before this namespace (``stare/<key>`` from TRL, ``stare_rl/<key>`` and ``actor/<method>/<key>``
 from verl) are read under the current names by :func:`current_name`, and so is ``actor/loss/<key>``: verl's
-actor prefixes every policy-loss metric with ``actor/``, which no plugin can change.
+actor prefixes every policy-loss metric with ``actor/``, which no plugin can change. Names that logged a value
+another name also carried (:data:`RETIRED`) are read under the name that still carries it.
 """
 
 from __future__ import annotations
@@ -57,6 +58,13 @@ _LEGACY_CONTROL_KEYS = {"batch_entropy", "gate_on", "reweight_w", "reweight_m", 
 _LEGACY_CONTROL_PREFIXES = ("auto_", "entropic_")
 
 
+# Names retired because they repeated a value logged under another name (issue 44: each value logged once).
+RETIRED = {
+    CONTROL + "auto_target": CONTROL + "target_entropy",  # weight_control auto's target
+    CONTROL + "entropic_target_entropy": CONTROL + "target_entropy",  # EntroPIC's target
+}
+
+
 def _legacy_is_control(rest: str) -> bool:
     return rest in _LEGACY_CONTROL_KEYS or rest.startswith(_LEGACY_CONTROL_PREFIXES)
 
@@ -68,6 +76,12 @@ def current_name(key: str, methods: Iterable[str] = ()) -> str:
         key: the logged name.
         methods: registered method names (older runs prefixed a loss's metrics with its method's name).
     """
+    name = _current_namespace(key, methods)
+    return RETIRED.get(name, name)
+
+
+def _current_namespace(key: str, methods: Iterable[str]) -> str:
+    """``key`` in the one namespace (the prefixes of older versions replaced)."""
     if key.startswith("stare/dynamic_sampling"):
         rest = key.removeprefix("stare/dynamic_sampling").lstrip("/_")
         return DYNAMIC_SAMPLING + rest

@@ -120,8 +120,11 @@ def _clip_bounds(negative: torch.Tensor, cfg: SurrogateConfig) -> tuple[torch.Te
 def _clip_metrics(
     ratio: torch.Tensor, log_ratio: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, signs: TokenSigns
 ) -> dict[str, torch.Tensor]:
-    """Clip fractions and the k3-free KL estimate, from tensors the loss already holds (few bool passes)."""
-    n = torch.count_nonzero(signs.valid).clamp(min=1).to(ratio.dtype)
+    """Clip fractions and the k3-free KL estimate, from tensors the loss already holds (few bool passes).
+
+    float32 whatever the compute dtype: a metric is a logged number, not a training tensor (bf16 would round a
+    clip fraction of 1/3 to 0.333984)."""
+    n = torch.count_nonzero(signs.valid).clamp(min=1).to(torch.float32)
     count = torch.count_nonzero
     above = ratio > hi  # (B, T) A > 0: clipped at 1 + eps_high; A < 0: dual clip at c
     dual = count(above & signs.negative)
@@ -129,5 +132,5 @@ def _clip_metrics(
     return {
         "pg_clipfrac": clipped / n,  # padding: ratio 1, never clipped
         "pg_clipfrac_lower": dual / n,
-        "ppo_kl": -log_ratio.sum() / n,  # unclamped log-ratio, 0 on padding
+        "ppo_kl": -log_ratio.sum(dtype=torch.float32) / n,  # unclamped log-ratio, 0 on padding
     }

@@ -133,7 +133,6 @@ class EntroPICController:
             ALPHA_KEY: self.alpha,
             "entropic_integral": self.integral,
             "entropic_error": nan if self.error is None else self.error,
-            "entropic_target_entropy": self.target_entropy,
             "target_entropy": self.target_entropy,
         }
 
@@ -162,7 +161,8 @@ def entropic_loss(batch: TokenBatch, cfg: EntroPICConfig, surrogate: SurrogateCo
 
     Returns:
         per-token loss (0 on padding), unit weights, mask ``high_prob``, metrics: the surrogate's plus
-        ``entropic_alpha`` and ``high_prob_frac`` (fraction of valid tokens with pi > tau).
+        ``high_prob_frac`` (fraction of valid tokens with pi > tau) and, only when no controller handed it in,
+        ``entropic_alpha`` (the controller logs its own).
 
     Notes:
         The high-probability mask is per token (current policy, detached). alpha is a per-step controller state.
@@ -172,8 +172,8 @@ def entropic_loss(batch: TokenBatch, cfg: EntroPICConfig, surrogate: SurrogateCo
         depend on the micro-batch layout. The reference also updates alpha per micro-batch from that
         micro-batch's entropy; here once per step from the whole step batch.
     """
-    alpha = ctx.get(ALPHA_KEY)
-    alpha = 0.0 if alpha is None else float(alpha)
+    given = ctx.get(ALPHA_KEY)
+    alpha = 0.0 if given is None else float(given)
     if not (math.isfinite(alpha) and abs(alpha) <= cfg.alpha_max):
         raise ValueError(f"context {ALPHA_KEY}={alpha} must be finite with |alpha| <= alpha_max={cfg.alpha_max}")
     signs = token_signs(batch.advantages, batch.mask)
@@ -186,8 +186,9 @@ def entropic_loss(batch: TokenBatch, cfg: EntroPICConfig, surrogate: SurrogateCo
         ratio = torch.exp(torch.clamp(log_ratio, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))  # (B, T) unclipped r
         extra = torch.where(high_prob, -ratio * signs.adv.abs(), 0.0)  # (B, T) -r |A| on high-prob tokens
         token_loss = token_loss + alpha * extra  # EntroPIC: controlled weights of positive / negative samples
-    n = signs.valid.sum().clamp(min=1).to(token_loss.dtype)
-    metrics[ALPHA_KEY] = torch.tensor(alpha, dtype=token_loss.dtype, device=token_loss.device)
+    n = signs.valid.sum().clamp(min=1).to(torch.float32)  # metrics in float32 whatever the compute dtype
+    if given is None:  # alpha from the controller is logged by it (control/entropic_alpha): each value once
+        metrics[ALPHA_KEY] = torch.tensor(alpha, dtype=torch.float32, device=token_loss.device)
     metrics["high_prob_frac"] = high_prob.sum() / n
     return LossOutput(
         token_loss=token_loss,

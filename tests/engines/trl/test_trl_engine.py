@@ -123,7 +123,7 @@ def test_method_family_trains(
     lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 2 and '"step": 1' in lines[0]
     if method_args.get("entropy_bonus") == "adaptive":
-        assert "actor/entropy_coef" in logs[0]
+        assert "control/entropy_coef" in logs[0] and "actor/entropy_coef" not in logs[0]  # the controller's, once
 
 
 @pytest.mark.parametrize("target, gate_on", [(100.0, True), (0.0, False)])
@@ -400,3 +400,64 @@ def test_moe_router_aux_loss_is_added_as_trl_does(tmp_path: Path) -> None:
     # the optimised loss = the policy term (actor/pg_loss) + coef x aux; without the coefficient, the policy term
     assert a["loss"] == pytest.approx(a["actor/pg_loss"] + 0.5 * a["aux_loss"], rel=1e-5, abs=1e-6)
     assert b["loss"] == pytest.approx(b["actor/pg_loss"], rel=1e-5, abs=1e-7)
+
+
+# Different quantities that coincide in these runs, each with its reason (TRL's own names beside verl's).
+COINCIDENT = {
+    ("actor/pg_loss", "loss"): "TRL's total loss is the policy loss when no bonus or auxiliary loss is added",
+    ("critic/score/mean", "rewards/digit_reward/mean"): "one reward function: the score is its reward",
+    ("critic/score/std", "rewards/digit_reward/std"): "one reward function: the score is its reward",
+    ("completions/min_terminated_length", "response_length/min"): "equal while the shortest completion ended",
+    ("actor/entropy", "control/batch_entropy"): "one generation batch a step: the controller measures the entropy "
+                                              "in the first training forward, which actor/entropy averages",
+}
+
+
+def repeated_metrics(logs: list[dict[str, Any]], min_steps: int = 3) -> list[tuple[str, str]]:
+    """Pairs of metric names that carry the same value on every logged step: one value logged twice.
+
+    Both names must be logged on every step, with equal values (to float32 rounding), and the equality must not be a coincidence:
+    the common value varies over the run (two names tracking one varying value on >= ``min_steps`` steps), or
+    it is a constant that is not a whole number (a resolved target 1.97: constants 0 and 1 coincide freely), or
+    the names are one quantity under two namespaces (``control/gate_on`` and ``loss/gate_on``, even at 0).
+    """
+    assert len(logs) >= min_steps, f"{len(logs)} logged steps; the check needs >= {min_steps}"
+    names = sorted(set.intersection(*(set(r) for r in logs)) - {"step", "epoch"})
+    series = {n: [r[n] for r in logs] for n in names if all(isinstance(r[n], (int, float)) for r in logs)}
+    pairs = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if a not in series or b not in series or (a, b) in COINCIDENT:
+                continue
+            if not all(math.isclose(x, y, rel_tol=1e-6) for x, y in zip(series[a], series[b], strict=True)):
+                continue  # rel 1e-6: one value logged once in float32 and once in float64 is still one value
+            values = set(series[a])
+            varies = len(values) > 1
+            fractional = any(math.isfinite(v) and v != round(v) for v in values)
+            same_leaf = a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
+            if varies or fractional or same_leaf:
+                pairs.append((a, b))
+    return pairs
+
+
+def test_the_repeat_check_finds_a_repeated_value() -> None:
+    logs = [{"control/gate_on": 1.0, "loss/gate_on": 1.0, "control/x": float(i), "control/x_copy": float(i),
+             "control/target": 1.97, "control/auto_target": 1.97, "loss/zero_a": 0.0, "loss/zero_b": 0.0,
+             "loss": 10.0 + i, "actor/pg_loss": 10.0 + i} for i in range(3)]  # the last pair: COINCIDENT
+    assert repeated_metrics(logs) == [("control/auto_target", "control/target"), ("control/gate_on", "loss/gate_on"),
+                                      ("control/x", "control/x_copy")]
+
+
+@pytest.mark.parametrize("method, method_kwargs, method_args", [
+    ("stare", {"variant": "C2", "weight_control": "auto", "target_entropy": "0.7x"}, {}),
+    ("stare_sensitivity", {"weight_control": "paper", "target_entropy": 100.0}, {}),
+    ("entropic", {"target_entropy": "0.7x"}, {}),
+    ("vanilla", {}, {"entropy_bonus": "adaptive", "bonus_target_entropy": "0.7x"}),
+])
+def test_each_value_is_logged_once(tmp_path: Path, method: str, method_kwargs: dict[str, Any],
+                                   method_args: dict[str, Any]) -> None:
+    """A real run of each controller family: no two metric names carry the same value on every step."""
+    trainer = make_trainer(tmp_path, method, method_kwargs, method_args=method_args, max_steps=3)
+    trainer.train()
+    logs = step_logs(trainer)
+    assert repeated_metrics(logs) == []

@@ -48,7 +48,10 @@ def test_hand_derived_selection_weights_loss_and_grad(variant: str, expected: li
     assert torch.allclose(loss, (-adv * w).sum() / 6)
     assert torch.allclose(grad, -adv * w / 6)
     assert int(out.metrics["k_plus"]) == 2 and int(out.metrics["k_minus"]) == (2 if variant == "C2" else 0)
-    assert float(out.metrics["gate_on"]) == 1.0
+    assert "gate_on" not in out.metrics  # handed in by the gate controller, which logs it (each value once)
+    assert float(out.metrics["reweight_w"]) == pytest.approx(1.3)  # the config's W: no controller handed one in
+    no_gate = compute_loss("stare", _hand_batch(), cfg, SurrogateConfig(), LossContext()).metrics
+    assert float(no_gate["gate_on"]) == 1.0  # no controller: the loss logs the gate it assumed (on)
 
 
 def test_k_rounding_is_the_reference_ceil() -> None:

@@ -218,9 +218,10 @@ def test_metrics_cover_every_internal_quantity():
     ctrl.update(StepObservation(entropy=0.2, step=0))
     m = ctrl.metrics()
     for key in ("reweight_w", "reweight_m", "gate_on", "auto_strength", "auto_error", "auto_integral",
-                "auto_p_term", "auto_target", "auto_saturated_high", "auto_saturated_low",
+                "auto_p_term", "target_entropy", "auto_saturated_high", "auto_saturated_low",
                 "auto_rate_limited"):
         assert isinstance(m[key], float), key
+    assert "auto_target" not in m  # the target is logged once, as control/target_entropy
     assert m["auto_strength"] == pytest.approx(math.log(m["reweight_w"]))
 
 

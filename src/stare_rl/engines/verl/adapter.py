@@ -212,8 +212,11 @@ def surrogate_config(actor_config: Any, loss_agg_mode: str) -> SurrogateConfig:
     return SurrogateConfig(clip_ratio_low=low, clip_ratio_high=high, clip_ratio_c=c, loss_agg_mode=loss_agg_mode)
 
 
-def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state: StepState | None) -> LossContext:
-    """The LossContext of one micro-batch: the driver's controller state + global statistics over the DP ranks.
+def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any,
+                 state: StepState | None) -> tuple[LossContext, dict[str, float]]:
+    """``(LossContext, metrics)`` of one micro-batch: the driver's controller state + global statistics over the DP
+    ranks; ``metrics`` are those of the controllers re-set here from the surprisal estimate (the gate the loss
+    applied, logged as ``loss/<key>``: no driver logs it), empty when the driver's state is used as it is.
 
     The entry point's trainer runs the method's StepController once per step and sends its ``state_dict``;
     here a StepController of the same method is rebuilt from it, so every micro-batch sees the same controller
@@ -226,6 +229,7 @@ def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state
     if exact:
         ctrl.load_state_dict(state.controllers)
     memoryless = sorted(k for k, c in ctrl.controllers.items() if is_memoryless(c))
+    logged: dict[str, float] = {}
     stateful = sorted(set(ctrl.controllers) - set(memoryless))  # these need the driver's per-step state
     if not exact and (stateful or (memoryless and policy_loss.get("stare_gate", "auto") == "exact")):
         raise ValueError(
@@ -243,13 +247,14 @@ def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any, state
         h_hat = -global_token_mean(batch, "old_log_prob", group)
         for key in memoryless:
             ctrl.controllers[key].update(StepObservation(entropy=h_hat, step=0, group=group))
+            logged.update(ctrl.controllers[key].metrics())
     if state is not None and state.step_stats is not None and ctrl.global_stats_enabled:
         # selection_scope='global': the whole step batch's statistics, computed once by the driver
         stats = dict(state.step_stats)
         for controller in ctrl.controllers.values():
             stats.update(controller.context())
-        return LossContext(stats=stats)
-    return ctrl.context([batch])  # plugin-only global scope: this micro-batch over the DP ranks
+        return LossContext(stats=stats), logged
+    return ctrl.context([batch]), logged  # plugin-only global scope: this micro-batch over the DP ranks
 
 
 def verl_token_batch(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advantages: torch.Tensor,
@@ -295,7 +300,7 @@ def make_policy_loss(name: str) -> Callable[..., tuple[torch.Tensor, dict[str, A
         batch = verl_token_batch(old_log_prob, log_prob, advantages, response_mask, entropy, old_entropy,
                                  rewards)  # (B, T)
         try:
-            ctx = loss_context(name, batch, cfg, config.policy_loss, state)
+            ctx, controller_metrics = loss_context(name, batch, cfg, config.policy_loss, state)
             out = compute_loss(name, batch, cfg, surrogate_config(config, loss_agg_mode), ctx)
         except ValueError as e:
             if old_entropy is None and "old_entropy" in str(e):
@@ -315,7 +320,7 @@ def make_policy_loss(name: str) -> Callable[..., tuple[torch.Tensor, dict[str, A
             token_loss = token_loss * rollout_is_weights
         loss = agg_loss(loss_mat=token_loss, loss_mask=response_mask, loss_agg_mode=loss_agg_mode,
                         **config.global_batch_info)
-        return loss, {_metric_name(name, k): float(v) for k, v in out.metrics.items()}
+        return loss, {_metric_name(name, k): float(v) for k, v in {**out.metrics, **controller_metrics}.items()}
 
     policy_loss.__name__ = policy_loss.__qualname__ = f"stare_rl_{name}_policy_loss"
     policy_loss.__doc__ = f"stare-rl method {name!r} as a verl policy loss (see stare_rl.engines.verl.adapter)."

@@ -269,7 +269,6 @@ class AutoWeightController:
             "auto_error": self.error,
             "auto_integral": self.integral,
             "auto_p_term": self.p_term,
-            "auto_target": self.target_entropy,
             "target_entropy": self.target_entropy,
             "auto_saturated_high": float(self.saturated_high),
             "auto_saturated_low": float(self.saturated_low),

@@ -189,7 +189,7 @@ def stare_loss(
     token_loss, weights, metrics, gate_on, w, m = gated_weighted_surrogate(
         batch, cfg, surrogate, ctx, signs, l_plus, l_minus
     )
-    metrics.update(_stare_metrics(batch, cfg, gate_on, w, m, counts, signs.valid))
+    metrics.update(without_controller_outputs(_stare_metrics(batch, cfg, gate_on, w, m, counts, signs.valid), ctx))
     return LossOutput(
         token_loss=token_loss,
         token_weights=weights,
@@ -224,6 +224,15 @@ def _one_plus_exact(x: float, dtype: torch.dtype) -> bool:
     """Whether ``1 + (x - 1)`` computed in ``dtype`` (as the weights are) equals ``x`` in ``dtype`` exactly."""
     one = torch.ones(1, dtype=dtype).mul_(x - 1.0).add_(1.0)
     return bool(one[0] == torch.tensor(x, dtype=dtype))
+
+
+CONTROLLER_OUTPUTS = ("gate_on", "reweight_w", "reweight_m")  # what the gate, the schedule or auto hand the loss
+
+
+def without_controller_outputs(metrics: dict[str, torch.Tensor], ctx: LossContext) -> dict[str, torch.Tensor]:
+    """``metrics`` less the gate and W/M that a controller handed in through ``ctx``: the controller logs those
+    (``control/<key>``), so each value is logged once; the loss logs them only when it used its config's own."""
+    return {k: v for k, v in metrics.items() if k not in CONTROLLER_OUTPUTS or ctx.get(k) is None}
 
 
 def _stare_metrics(

@@ -36,7 +36,7 @@ from stare_rl.methods.stare.config import (
     check_stare_fields,
     stare_controllers,
 )
-from stare_rl.methods.stare.loss import gated_weighted_surrogate
+from stare_rl.methods.stare.loss import gated_weighted_surrogate, without_controller_outputs
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def stare_sensitivity_loss(
     # float32 whatever the compute dtype: config values (W 1.1) must not be logged with bf16 rounding (1.109375)
     dev, dt = batch.log_prob.device, torch.float32
     k_plus, k_minus = int(torch.count_nonzero(l_plus)), int(torch.count_nonzero(l_minus))
-    metrics.update({
+    metrics.update(without_controller_outputs({
         "gate_on": torch.tensor(float(gate_on), dtype=dt, device=dev),
         "reweight_w": torch.tensor(w, dtype=dt, device=dev),
         "reweight_m": torch.tensor(m, dtype=dt, device=dev),
@@ -125,6 +125,6 @@ def stare_sensitivity_loss(
         "l_plus_dh_pred": (dh_pred * l_plus).sum().float() / n,  # predicted dH carried by L+ (>= 0)
         "l_minus_dh_pred": (dh_pred * l_minus).sum().float() / n,  # predicted dH carried by L- (<= 0)
         "mean_weight": (weights * signs.valid).sum().float() / n,
-    })
+    }, ctx))
     return LossOutput(token_loss=token_loss, token_weights=weights, metrics=metrics,
                       masks={"l_plus": l_plus, "l_minus": l_minus})
