@@ -12,7 +12,7 @@ then seed 1 of the same; then entrocraft_t05 seeds 0-1; then seed 2 of all four.
 cell on SmolLM2-135M-Instruct: one at a time); it resumes from its last checkpoint (every 10 steps). STARE_RL_CACHE
 must name the cache that holds the model (/work/cache here). A cell that a `stare compare` started by hand is running
 on the same run root is waited for, then committed. A finished cell's light files go to
-docs/results/real_lm_grid/runs/<method>/seed<S>/ and the grid's report to docs/results/real_lm_grid/; then
+docs/results/real_lm_grid/runs/<method>/seed<S>/ and the grid's report beside runs/; then
 `studies/real_lm/analyze.py --runs RUN_ROOT --out docs/results/real_lm_grid` re-runs (real_lm.md, real_lm.json) and
 exactly docs/results/real_lm_grid is committed. The driver is studies/cell_driver.py's; this file declares the study.
 """
