@@ -689,6 +689,28 @@ def render_real_lm() -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------------------------------- auto_fallback
+def render_auto_fallback() -> str:
+    """docs/methods.md: the one measured pair, `stare_sensitivity` auto at 0.7x on arithmetic at hidden 128, without
+    and with ``auto_fallback: bonus`` (docs/results/auto_fallback: summary.json and each run's metrics)."""
+    summary = _load("auto_fallback/summary.json")
+    lines = []
+    for label, what in (("none", "W alone"), ("bonus", "with the bonus")):
+        s = summary[label]
+        rows = _metrics(f"auto_fallback/runs/{label}/metrics.jsonl.gz")
+        coef = [r.get("control/entropy_coef", 0.0) for r in rows]
+        empty = sum(r.get("loss/l_plus_frac", 0.0) == 0.0 for r in rows)
+        bonus = (f"; the bonus acted on {sum(c > 0 for c in coef)} steps, at its bound {max(coef):g} on "
+                 f"{sum(c >= max(coef) * (1 - 1e-9) for c in coef)}" if max(coef) > 0 else "")
+        lines.append(
+            f"- **{what}** ({s['steps']} steps, target {s['target']:.3f} from a start of {s['entropy_start']:.3f}): "
+            f"the 21-step mean in the ±10 % band on {100 * s['band_fraction_smoothed']:.1f} % of steps after the "
+            f"first crossing, each step's batch entropy on {100 * s['band_fraction']:.1f} % (the noise allows "
+            f"{100 * s['noise_ceiling']:.1f} %), mean {s['mean_over_target']:.2f} of the target; W at its bound on "
+            f"{s['steps_at_w_bound']} steps, L+ empty on {empty}{bonus}; held-out pass@1 {s['pass@1']:.3f}.")
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "headline": ("README.md", render_headline),
     "frontier-headline": ("docs/evidence.md", render_headline),
@@ -708,6 +730,7 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "probe-quadrants": ("docs/analysis.md", render_probe_quadrants),
     "probe-findings": ("docs/analysis.md", render_probe_findings),
     "real-lm": ("docs/train.md", render_real_lm),
+    "auto-fallback": ("docs/methods.md", render_auto_fallback),
 }
 
 

@@ -20,7 +20,7 @@ pass@1 / pass@k. Added here, to read the band fraction against what noise alone 
 - **band of the 21-step mean**: the band fraction of the centred 21-step moving mean of the batch entropy (same
   first crossing): where the policy's entropy level sits, with the per-step sampling scatter averaged out.
   Exploratory (not the pre-registered metric, which is the raw batch entropy's).
-- **W at bound**: steps with `auto_saturated_high` (W = auto_w_max), and the largest W seen.
+- **W at bound**: steps with W at `auto_w_max` (W >= auto_w_max), and the largest W seen.
 
 Writes OUT_DIR/summary.json (earlier labels kept) and prints a markdown table. Reads only; copies nothing.
 """
@@ -69,7 +69,10 @@ def summarise(run_dir: Path, target_override: float | None = None, from_step: in
             "mean_over_target": statistics.fmean(tail) / target,
         })
     w = _series_ending(run, "reweight_w")[from_step:]
-    sat = _series_ending(run, "auto_saturated_high")[from_step:]
+    # W at its bound: W >= auto_w_max (auto_saturated_high means the whole range is at its top, which with
+    # auto_fallback: bonus is W and the bonus both at their bounds)
+    w_bound = float((run.config or {}).get("auto_w_max", 50.0))
+    sat = [v >= w_bound * (1 - 1e-9) for v in w] if _series_ending(run, "auto_saturated_high") else []
     out.update({"w_max_seen": max(w) if w else None, "steps_at_w_bound": int(sum(sat)) if sat else None,
                 "w_final": w[-1] if w else None})
     return out
