@@ -21,6 +21,11 @@ process holds the index lock. A part named ``""`` is a study of one grid whose `
 
 A cell that another ``stare compare`` (one the driver did not start) is running is waited for, not started twice:
 the driver takes over, in order, once that process has finished it.
+
+A block of the order may be conditional (``Block.when``): which of its cells run is decided when the driver reaches
+it, from the cells finished by then (e.g. a phase that runs only where a reference cell reached something). Until
+then --dry-run and --status list it as one line saying on what it waits; the commit message counts the cells
+planned so far (static blocks and the cells that decided blocks picked).
 """
 
 from __future__ import annotations
@@ -66,12 +71,34 @@ class Cell(NamedTuple):
     seed: int
 
 
+class Pick(NamedTuple):
+    """A conditional block's decision: the methods it runs (of its own, in its order; ``()``: none), or ``None``
+    while a cell it depends on may still finish; ``why`` says which rule decided and on what numbers."""
+
+    methods: tuple[str, ...] | None
+    why: str
+
+
+# (run root, the cells this driver is running now) -> Pick. The running cells are None where nothing is known of
+# them (--dry-run, --status, the commit count): then any unfinished cell may still finish.
+Decide = Callable[[Path, "frozenset[Cell] | None"], Pick]
+
+
 class Block(NamedTuple):
-    """One stretch of the run order: for each seed in turn, each method of one part's grid."""
+    """One stretch of the run order: for each seed in turn, each method of one part's grid.
+
+    ``when`` (optional) makes the block conditional: called when the driver reaches the block, it picks which of
+    ``methods`` run (:class:`Pick`). While it answers ``None`` the driver waits for its own running cells; with none
+    running, an undecided block is skipped (said in the log)."""
 
     part: str
     seeds: tuple[int, ...]
     methods: tuple[str, ...]
+    when: Decide | None = None
+
+    def cells(self, methods: tuple[str, ...] | None = None) -> list[Cell]:
+        """The block's cells in order; only those of ``methods`` where given."""
+        return [Cell(self.part, m, s) for s in self.seeds for m in self.methods if methods is None or m in methods]
 
 
 @dataclass(frozen=True)
@@ -113,7 +140,12 @@ class Study:
             raise ValueError(f"Study.order lists a cell twice: {sorted(c for c in cells if cells.count(c) > 1)}")
 
     def cells(self) -> list[Cell]:
-        return [Cell(b.part, m, s) for b in self.order for s in b.seeds for m in b.methods]
+        """Every cell the order can reach, conditional blocks' included."""
+        return [c for b in self.order for c in b.cells()]
+
+    def planned(self, root: Path) -> list[Cell]:
+        """The cells planned so far: static blocks' and those that conditional blocks pick now (undecided: none)."""
+        return [c for b in self.order for c in b.cells(None if b.when is None else decide(b, root, None).methods or ())]
 
     def docs_dir(self, c: Cell) -> Path:
         return self.docs / c.part / "runs" / c.method / f"seed{c.seed}"
@@ -128,6 +160,14 @@ class Study:
 
 def run_dir(root: Path, c: Cell) -> Path:
     return root / c.part / "runs" / c.method / f"seed{c.seed}"
+
+
+def decide(b: Block, root: Path, running: frozenset[Cell] | None) -> Pick:
+    """A conditional block's :class:`Pick`; a rule that raises picks nothing (the error is the reason)."""
+    try:
+        return b.when(root, running)
+    except Exception as err:  # noqa: BLE001  (a rule's bug must not stop the cells already queued)
+        return Pick((), f"its rule failed: {type(err).__name__}: {err}")
 
 
 def state(study: Study, root: Path, c: Cell) -> str:
@@ -229,7 +269,7 @@ def finish(study: Study, root: Path, c: Cell, commit: Commit = git_commit) -> st
     n_done = sum(study.committed(x) for x in study.cells())
     wall = done.get("wall_s")
     msg = (f"{study.tag}: cell {c.method}/seed{c.seed}{_where(c, ' ({} grid)')} finished in {wall:.0f} s wall"
-           f"{' (resumed from a checkpoint)' if done.get('resumed') else ''}; {n_done} of {len(study.cells())} "
+           f"{' (resumed from a checkpoint)' if done.get('resumed') else ''}; {n_done} of {len(study.planned(root))} "
            f"{study.cells_noun} done; {study.analyze.name} re-run")
     print(f"{time.strftime('%H:%M:%S')} {msg}: commit {commit(study.docs, msg)}", flush=True)
     return msg
@@ -289,7 +329,10 @@ def status(study: Study, root: Path, procs: list[Foreign] | None = None) -> str:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, run root {root}, load average {load} "
              f"(1/5/15 min) on {os.cpu_count()} CPUs"]
-    for c in study.cells():
+    for c, note in _listing(study, root):
+        if c is None:
+            lines.append(note)
+            continue
         d, head = run_dir(root, c), f"{_where(c, '{} ')}{c.method}/seed{c.seed}"
         if study.committed(c):
             wall = json.loads((study.docs_dir(c) / DONE).read_text()).get("wall_s")
@@ -300,21 +343,68 @@ def status(study: Study, root: Path, procs: list[Foreign] | None = None) -> str:
             pid = runner(root, c, procs)
             lines.append(f"{head}: {_progress(d)}{f', running in pid {pid}' if pid else ''}")
         else:
-            lines.append(f"{head}: not started")
+            lines.append(f"{head}: not started{note}")
     return "\n".join(lines)
+
+
+def _listing(study: Study, root: Path) -> list[tuple[Cell | None, str]]:
+    """The order as --dry-run and --status list it: (cell, note) for each cell of a static block and each cell a
+    conditional block picks (note: why), and (None, line) for the rest of a conditional block (skipped, or decided
+    later, and why), unless committed."""
+    out: list[tuple[Cell | None, str]] = []
+    for b in study.order:
+        if b.when is None:
+            out += [(c, "") for c in b.cells()]
+            continue
+        pick = decide(b, root, None)
+        picked = b.cells(pick.methods or ())
+        out += [(c, f" ({pick.why})") for c in picked]
+        rest = [c for c in b.cells() if c not in picked and not study.committed(c)]
+        out += [(c, "") for c in b.cells() if c not in picked and study.committed(c)]
+        if rest:
+            what = "decided when the driver reaches it" if pick.methods is None else "skipped"
+            ms, seeds = list(dict.fromkeys(c.method for c in rest)), list(dict.fromkeys(c.seed for c in rest))
+            names = ", ".join(ms) if len(ms) <= 6 else f"{len(ms)} methods"
+            out.append((None, f"{_where(rest[0], '{} ')}{len(rest)} cells ({names}; seed{'s' * (len(seeds) > 1)} "
+                              f"{', '.join(map(str, seeds))}): {what} ({pick.why})"))
+    return out
 
 
 def dry_run(study: Study, root: Path) -> str:
     width = max(len(p) for p in study.grids) + 1  # a column: two spaces after the longest part's name
-    return "\n".join(f"{f'{c.part:<{width}} ' if width > 1 else ''}{c.method}/seed{c.seed}: {state(study, root, c)}"
-                     for c in study.cells())
+    return "\n".join(note if c is None else
+                     f"{f'{c.part:<{width}} ' if width > 1 else ''}{c.method}/seed{c.seed}: {state(study, root, c)}{note}"
+                     for c, note in _listing(study, root))
 
 
-def _start_next(study: Study, root: Path, todo: list[Cell], running: list, parallel: int, commit: Commit,
-                waiting: list[Cell]) -> None:
+def _expand(study: Study, root: Path, todo: list, running: list, waiting: list) -> bool:
+    """The conditional block at the head of ``todo`` replaced by the cells it picks (not yet committed); False
+    while it waits for a cell this driver is running."""
+    b = todo[0]
+    pick = decide(b, root, frozenset(c for c, _, _ in running))
+    if pick.methods is None and running:
+        if waiting != [b]:
+            waiting[:] = [b]
+            print(f"{time.strftime('%H:%M:%S')} waiting: the next block{_where(b.cells()[0])} is decided once the "
+                  f"running cells finish ({pick.why})", flush=True)
+        return False
+    todo.pop(0)
+    cells = [c for c in b.cells(pick.methods or ()) if not study.committed(c)]
+    todo[:0] = cells
+    verdict = "not decided, skipped" if pick.methods is None else f"{len(cells)} cells added"
+    print(f"{time.strftime('%H:%M:%S')} block{_where(b.cells()[0])}: {verdict} ({pick.why})", flush=True)
+    return True
+
+
+def _start_next(study: Study, root: Path, todo: list, running: list, parallel: int, commit: Commit,
+                waiting: list) -> None:
     """Start cells from the head of ``todo`` while there is room; finish those already done; wait (in order) for a
-    cell that a foreign stare compare is running."""
+    cell that a foreign stare compare is running; decide a conditional block (:class:`Block`) when it is reached."""
     while todo and len(running) < parallel and not (root / "STOP").exists():
+        if isinstance(todo[0], Block):
+            if not _expand(study, root, todo, running, waiting):
+                return
+            continue
         c = todo[0]
         if (run_dir(root, c) / DONE).is_file():
             finish(study, root, todo.pop(0), commit)
@@ -332,8 +422,12 @@ def _start_next(study: Study, root: Path, todo: list[Cell], running: list, paral
 
 
 def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit) -> int:
-    todo = [c for c in study.cells() if state(study, root, c) != "committed"]
-    print(f"{time.strftime('%H:%M:%S')} {len(todo)} of {len(study.cells())} cells to run in {root}", flush=True)
+    todo: list[Cell | Block] = []
+    for b in study.order:  # a conditional block stays a block until the driver reaches it
+        todo += [c for c in b.cells() if not study.committed(c)] if b.when is None else [b]
+    n_cells, n_blocks = sum(isinstance(x, Cell) for x in todo), sum(isinstance(x, Block) for x in todo)
+    print(f"{time.strftime('%H:%M:%S')} {n_cells} of {len(study.cells())} cells to run in {root}"
+          f"{f', and {n_blocks} blocks decided when reached' if n_blocks else ''}", flush=True)
     running: list[tuple[Cell, subprocess.Popen, float]] = []
     waiting: list[Cell] = []
     while todo or running:

@@ -1,0 +1,166 @@
+"""Issue 46: apply the authority map's pre-registered rules (studies/authority_map/HYPOTHESES.md) to its cells.
+
+    python studies/authority_map/analyze.py --runs /work/runs/authority_map --out docs/results/authority_map
+
+Reads every cell of the three grids under ``--runs/<task>/runs/<method>/seed<S>`` (a cell counts once ``stare
+compare`` marked it done; the committed copies under docs/results/authority_map/<task> read the same), takes the
+per-cell values of authority_values.py (summarise.py's and the frontier's definitions, imported), checks each
+width's warm start against the default width's (``--cache``, default $STARE_RL_CACHE, is searched where a cell's
+run dir does not name it), and decides R, H, F, D and S with authority_rules.py. A cell that is not finished is
+"not run yet"; a phase-C cell where R does not hold is "skipped (rule R)". Writes ``authority_map.json``,
+``authority_map.md`` (a table per task: width x actuator x target x fallback, then each rule with its numbers) and
+``authority_map.png`` (the rolling band fraction per cell, without and with the fallback, and the 90 % line) into
+``--out``, and prints the markdown. Runs on an empty run root (everything "not run yet").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from authority_grids import REFERENCE, TASKS, default_width, methods, slots, widths
+from authority_report import figure, markdown
+from authority_rules import rule_d, rule_f, rule_h, rule_s, seed_mean
+from authority_values import DONE, cell_record, warmstart_record
+
+SEEDS = (0, 1, 2)
+LEARNS = 0.5  # a wider width's warm start learns the task: greedy accuracy >= half the default width's
+
+
+def pair_key(task: str, width: int, actuator: str, target: str | None) -> str:
+    return f"{task} h{width} {actuator} {target}"
+
+
+def _cell_dir(runs: Path, task: str, method: str, seed: int) -> Path:
+    return runs / task / "runs" / method / f"seed{seed}"
+
+
+def warmstarts(runs: Path, task: str, cache: Path | None) -> dict[int, dict[str, Any]]:
+    """Per width: its warm start's record (from the first cell of the width that names one) and the check."""
+    out: dict[int, dict[str, Any]] = {}
+    for w in widths(task):
+        rec: dict[str, Any] = {"path": None, "via": "no cell of this width started", "greedy_acc": None}
+        for m in methods(task, width=w):
+            d = _cell_dir(runs, task, m, 0)
+            if d.is_dir():
+                rec = warmstart_record(d, task, cache)
+                if rec["path"]:
+                    break
+        out[w] = rec
+    ref = out[default_width(task)].get("greedy_acc")
+    for w, rec in out.items():
+        acc = rec.get("greedy_acc")
+        rec["ratio_to_default"] = acc / ref if acc is not None and ref else None
+        rec["learns"] = True if w == default_width(task) and acc is not None else (
+            None if rec["ratio_to_default"] is None else rec["ratio_to_default"] >= LEARNS)
+    return out
+
+
+def reading(seeds: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
+    """The seed mean of a cell's rolling / step band fractions and pass@1 / pass@k (a seed that never crossed its
+    target scores 0); None without a readable seed."""
+    ok = {s: r for s, r in seeds.items() if "error" not in r}
+    if not ok:
+        return None
+    def band(r: dict[str, Any], key: str) -> float:
+        return 0.0 if r.get("first_crossing_step") is None else r.get(key) or 0.0
+    return {"n": len(ok), "seeds": sorted(ok),
+            "never_crossed": sorted(s for s, r in ok.items() if r.get("first_crossing_step") is None),
+            "rolling": seed_mean(band(r, "band_fraction_smoothed") for r in ok.values()),
+            "step_band": seed_mean(band(r, "band_fraction") for r in ok.values()),
+            **{k: seed_mean(r.get(k) for r in ok.values()) for k in ("pass@1", "pass@k")}}
+
+
+def collect(runs: Path, cache: Path | None) -> dict[str, Any]:
+    """Every cell's per-seed values, each width's warm start and R, and each non-GRPO cell's reading."""
+    tasks: dict[str, Any] = {}
+    for task in TASKS:
+        ws = warmstarts(runs, task, cache)
+        cells: dict[str, Any] = {}
+        for m, slot in slots(task).items():
+            seeds = {s: cell_record(_cell_dir(runs, task, m, s), slot) for s in SEEDS
+                     if (_cell_dir(runs, task, m, s) / DONE).is_file()}
+            cells[m] = {"slot": slot._asdict(), "phase": slot.phase, "seeds": seeds,
+                        "started": _cell_dir(runs, task, m, 0).is_dir()}
+        r = {w: (cells[next(m for m in methods(task, width=w) if slots(task)[m].actuator == REFERENCE)]
+                 ["seeds"].get(0) or {}).get("R", {"verdict": "not run yet", "holds": None}) for w in widths(task)}
+        for m, cell in cells.items():
+            slot = slots(task)[m]
+            cell["scored"] = ws[slot.width]["learns"] is not False
+            cell["reading"] = reading(cell["seeds"]) if cell["scored"] and slot.actuator != REFERENCE else None
+            cell["state"] = _state(cell, slot.phase, r[slot.width])
+        tasks[task] = {"warmstart": ws, "R": r, "cells": cells}
+    return tasks
+
+
+def _state(cell: dict[str, Any], phase: str, r: dict[str, Any]) -> str:
+    if 0 in cell["seeds"]:
+        return "unreadable: " + cell["seeds"][0]["error"] if "error" in cell["seeds"][0] else "finished"
+    if phase == "C" and r.get("holds") is False:
+        return "skipped (rule R does not hold at this width)"
+    return "not run yet" + (" (started)" if cell["started"] else "")
+
+
+def decide(tasks: dict[str, Any]) -> dict[str, Any]:
+    """R per width, H per cell, F per pair, D over the pairs, S per task (seed 0's values)."""
+    h, f, s = {}, {}, {}
+    for task, t in tasks.items():
+        pairs0: dict[str, tuple[str, str, float | None]] = {}
+        rolling0: dict[str, float | None] = {}
+        for m, cell in t["cells"].items():
+            slot = slots(task)[m]
+            if slot.actuator == REFERENCE:
+                continue
+            rd = cell["reading"]
+            h[f"{task}/{m}"] = {"verdict": rule_h(rd and rd["rolling"]) if cell["scored"] else
+                                "not scored: the width's warm start did not learn the task",
+                                "n": rd and rd["n"], "rolling": rd and rd["rolling"],
+                                "never_crossed": bool(rd and rd["never_crossed"])}
+            first = reading({0: cell["seeds"][0]}) if 0 in cell["seeds"] and cell["scored"] else None
+            rolling0[m] = first and first["rolling"]
+            if slot.fallback == "bonus":
+                none = next(x for x, o in slots(task).items() if o.pair == slot.pair and o.fallback == "none")
+                key = pair_key(*slot.pair)
+                f[key] = {"without": f"{task}/{none}", "with": f"{task}/{m}",
+                          **rule_f(t["cells"][none]["reading"], cell["reading"])}
+                if f[key]["verdict"] == "not run yet" and cell["state"].startswith("skipped"):
+                    f[key]["verdict"] = cell["state"]
+                elif f[key]["verdict"] == "not run yet" and not cell["scored"]:
+                    f[key]["verdict"] = "not scored (the width's warm start did not learn the task)"
+                zero = rule_f({"rolling": rolling0.get(none)}, {"rolling": rolling0[m]})
+                pairs0[key] = (none, m, zero.get("d_points"))
+        s[task] = rule_s(rolling0, pairs0)
+    return {"R": {task: t["R"] for task, t in tasks.items()}, "H": h, "F": f, "D": rule_d(f), "S": s}
+
+
+def evaluate(runs: Path, cache: Path | None) -> dict[str, Any]:
+    tasks = collect(runs, cache)
+    seed0 = [(task, m) for task, t in tasks.items() for m in t["cells"]]
+    done = [x for x in seed0 if tasks[x[0]]["cells"][x[1]]["state"] == "finished"]
+    return {"runs": str(runs), "cache": None if cache is None else str(cache), "tasks": tasks,
+            "n_seed0_cells": len(seed0), "n_seed0_finished": len(done), "rules": decide(tasks)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=Path, default=Path("/work/runs/authority_map"), help="the driver's run root")
+    p.add_argument("--out", type=Path, default=Path("docs/results/authority_map"))
+    p.add_argument("--cache", type=Path, default=os.environ.get("STARE_RL_CACHE"),
+                   help="warm-start cache searched where a cell does not name its warm start (default $STARE_RL_CACHE)")
+    args = p.parse_args(argv)
+    result = evaluate(args.runs, args.cache)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "authority_map.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
+    md = markdown(result)
+    (args.out / "authority_map.md").write_text(md)
+    figure(result, args.out / "authority_map.png")
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

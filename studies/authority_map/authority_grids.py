@@ -1,0 +1,75 @@
+"""The authority map's layout (studies/authority_map/HYPOTHESES.md), read from its three pre-registered grids.
+
+Each grid method is one :class:`Slot` of the map: (task, width, actuator, target, fallback), from the method's
+fields (``method``, ``tiny_hidden_size``, ``target_entropy``, ``auto_fallback``), not from its name; its phase
+follows: A = GRPO and both actuators at 0.7x without the fallback, B = the same with ``auto_fallback: bonus``,
+C = 0.5x. Reads the YAML only (no training code), so the driver's declaration imports it at no cost.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import NamedTuple
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+TASKS = ("arithmetic", "countdown", "countdown_cot")
+GRIDS = {task: HERE / f"{task}.yaml" for task in TASKS}
+ACTUATORS = {"vanilla": "grpo", "stare": "C2", "stare_sensitivity": "sensitivity"}  # train method -> map name
+REFERENCE = "grpo"
+PRIMARY_TARGET, LOW_TARGET = "0.7x", "0.5x"
+
+
+class Slot(NamedTuple):
+    """One cell of the map, seeds aside."""
+
+    task: str
+    width: int
+    actuator: str  # "grpo" | "C2" | "sensitivity"
+    target: str | None  # "0.7x" | "0.5x" | None (GRPO)
+    fallback: str  # "none" | "bonus"
+
+    @property
+    def phase(self) -> str:
+        if self.actuator == REFERENCE or (self.target == PRIMARY_TARGET and self.fallback == "none"):
+            return "A"
+        return "B" if self.target == PRIMARY_TARGET else "C"
+
+    @property
+    def pair(self) -> tuple[str, int, str, str | None]:
+        """Rule F's pair: the same (task, width, actuator, target), without and with the fallback."""
+        return self.task, self.width, self.actuator, self.target
+
+
+@functools.cache
+def slots(task: str) -> dict[str, Slot]:
+    """Grid method -> its slot, in the grid's order."""
+    data = yaml.safe_load(GRIDS[task].read_text())
+    out = {}
+    for name, fields in data["methods"].items():
+        cfg = {**data["base"], **fields}
+        out[name] = Slot(task, int(cfg["tiny_hidden_size"]), ACTUATORS[cfg["method"]], cfg.get("target_entropy"),
+                         str(cfg.get("auto_fallback", "none")))
+    return out
+
+
+def widths(task: str) -> tuple[int, ...]:
+    """The task's widths in the grid's order: its default first (HYPOTHESES.md, "Widths")."""
+    return tuple(dict.fromkeys(s.width for s in slots(task).values()))
+
+
+def default_width(task: str) -> int:
+    return widths(task)[0]
+
+
+def methods(task: str, phase: str | None = None, width: int | None = None) -> tuple[str, ...]:
+    """The grid's methods (in its order) of one phase and / or one width."""
+    return tuple(m for m, s in slots(task).items()
+                 if (phase is None or s.phase == phase) and (width is None or s.width == width))
+
+
+def reference(task: str, width: int) -> str:
+    """GRPO's method at a width (rule R's cell)."""
+    return next(m for m, s in slots(task).items() if s.width == width and s.actuator == REFERENCE)

@@ -1,0 +1,153 @@
+"""The authority map's report: authority_map.md (a table per task, then the rules with their numbers) and
+authority_map.png (the rolling band fraction per cell, without and with the fallback, and the 90 % line), from
+analyze.py's result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from authority_grids import REFERENCE, TASKS, slots, widths
+from authority_rules import HOLD
+
+
+def _f(v: Any, fmt: str = "{:.3f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def _pct(v: float | None) -> str:
+    return _f(None if v is None else 100 * v, "{:.1f} %")
+
+
+def _mean(seeds: dict[Any, dict[str, Any]], key: str) -> float | None:
+    xs = [r[key] for r in seeds.values() if r.get(key) is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+CELL_HEAD = ("| width | actuator | target | fallback | phase | state | n | H start | target H | first crossing | "
+             "band ±10 % (step) | band of the 21-step mean | noise % of target | noise ceiling | mean / target | "
+             "W at bound | bonus at bound | L+ mean | L− mean | L+ empty | pass@1 | pass@8 | H |")
+
+
+def _cell_row(task: str, m: str, cell: dict[str, Any], h: dict[str, Any] | None) -> str:
+    s, seeds = slots(task)[m], {k: v for k, v in cell["seeds"].items() if "error" not in v}
+    def g(key: str) -> float | None:
+        return _mean(seeds, key)
+    rd = cell.get("reading") or {}
+    never = " (never crossed: 0)" if rd.get("never_crossed") else ""
+    w = f"{_pct(g('w_at_bound_share'))} ({_f(g('w_at_bound_steps'), '{:.0f}')})"
+    bonus = "" if s.fallback != "bonus" else f"{_pct(g('bonus_at_bound_share'))} ({_f(g('bonus_at_bound_steps'), '{:.0f}')})"
+    return (f"| {s.width} | {s.actuator} | {s.target or '-'} | {s.fallback} | {s.phase} | {cell['state']} | "
+            f"{len(seeds)} | {_f(g('entropy_start'))} | {_f(g('target'))} | {_f(g('first_crossing_step'), '{:.0f}')} | "
+            f"{_pct(rd.get('step_band'))} | {_pct(rd.get('rolling'))}{never} | {_f(g('noise_pct_of_target'), '{:.1f}')} | "
+            f"{_pct(g('noise_ceiling'))} | {_f(g('mean_over_target'), '{:.2f}')} | {w if s.actuator != REFERENCE else '-'} | "
+            f"{bonus or '-'} | {_f(g('l_plus_frac_mean'), '{:.4f}')} | {_f(g('l_minus_frac_mean'), '{:.4f}')} | "
+            f"{_pct(g('l_plus_empty_share'))} | {_f(g('pass@1'))} | {_f(g('pass@k'))} | {(h or {}).get('verdict', '-')} |")
+
+
+def _row_order(task: str):
+    """Rows: width, then GRPO, then actuator, target (0.7x first), fallback (none first)."""
+    def key(m: str) -> tuple:
+        s = slots(task)[m]
+        return s.width, s.actuator != REFERENCE, s.actuator, -float((s.target or "1x")[:-1]), s.fallback != "none"
+    return key
+
+
+def _task_section(task: str, t: dict[str, Any], rules: dict[str, Any]) -> list[str]:
+    lines = [f"## {task}", "", "| width | warm start greedy acc | / default width's | learns the task | warm start | "
+             "R: GRPO's 21-step mean min / start | R |", "|---|---|---|---|---|---|---|"]
+    for w in widths(task):
+        ws, r = t["warmstart"][w], t["R"][w]
+        learns = {True: "yes", False: "no (cells not scored)", None: "not checked"}[ws["learns"]]
+        reached = "" if r.get("first_step") is None else f" (at or below 0.5x from step {r['first_step']})"
+        lines.append(f"| {w} | {_f(ws['greedy_acc'])} | {_f(ws['ratio_to_default'], '{:.2f}')} | {learns} | "
+                     f"{ws['path'] or '-'} ({ws['via']}) | {_f(r.get('min_mean_over_start'), '{:.2f}')}{reached} | "
+                     f"{r['verdict']} |")
+    lines += ["", CELL_HEAD, "|" + "---|" * (CELL_HEAD.count("|") - 1)]
+    lines += [_cell_row(task, m, t["cells"][m], rules["H"].get(f"{task}/{m}")) for m in sorted(slots(task), key=_row_order(task))]
+    multi = [(m, c) for m, c in t["cells"].items() if len(c["seeds"]) > 1]
+    for m, c in multi:
+        per = ", ".join(f"seed {s}: {_pct(r.get('band_fraction_smoothed'))} (pass@1 {_f(r.get('pass@1'))})"
+                        for s, r in sorted(c["seeds"].items()))
+        lines.append(f"\n- {m} per seed, band of the 21-step mean: {per}")
+    return lines + [""]
+
+
+def _rules_section(result: dict[str, Any]) -> list[str]:
+    rules = result["rules"]
+    lines = ["## Rules", "", "**R (0.5x is reachable)**, per task and width: see each task's first table.", "",
+             "**H (the selection holds a target: band of the 21-step mean >= 90 %)**, per cell: the last column of "
+             "each task's table.", "", "**F (what the fallback adds)**, per pair (d = band of the 21-step mean with "
+             "the fallback − without, points):", "",
+             "| pair | without | with | d (points) | Δ pass@1 (points) | Δ pass@8 (points) | verdict |",
+             "|---|---|---|---|---|---|---|"]
+    for key, p in rules["F"].items():
+        lines.append(f"| {key} | {_pct(_get(result, p['without']))} | {_pct(_get(result, p['with']))} | "
+                     f"{_f(p.get('d_points'), '{:+.1f}')} | {_f(p.get('d_pass@1_points'), '{:+.1f}')} | "
+                     f"{_f(p.get('d_pass@k_points'), '{:+.1f}')} | {p['verdict']} |")
+    d = rules["D"]
+    state = f" (provisional: {len(d['pairs_not_run_yet'])} pairs not run yet)" if d["provisional"] else ""
+    lines += ["", f"**D (the default of `auto_fallback`)**: **{d['verdict']}**{state} on {d['pairs_measured']} of "
+              f"{d['pairs_planned']} pairs measured: the selection alone misses in {len(d['misses'])} "
+              f"({', '.join(d['misses']) or 'none'}), the fallback rescues {len(d['rescued'])} of them "
+              f"({', '.join(d['rescued']) or 'none'}); the selection alone holds in {len(d['selection_holds'])}, "
+              f"the fallback costs {len(d['costs'])} of them ({', '.join(d['costs']) or 'none'}). `bonus` needs "
+              ">= 3 misses, rescues >= 2/3 of them and no cost.", "",
+              "**S (seeds 1 and 2 where the result is close)**, from seed 0:", ""]
+    for task, picks in rules["S"].items():
+        lines.append(f"- {task}: " + ("; ".join(f"{m} ({', '.join(why)})" for m, why in picks.items()) or "none"))
+    return lines
+
+
+def _get(result: dict[str, Any], cell: str) -> float | None:
+    task, m = cell.split("/")
+    return (result["tasks"][task]["cells"][m].get("reading") or {}).get("rolling")
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["# Issue 46: the authority map (studies/authority_map, pre-registered)", "",
+             f"Seed-0 cells finished: {result['n_seed0_finished']} of {result['n_seed0_cells']} (run root "
+             f"{result['runs']}); a cell not finished is \"not run yet\". Values over the finished seeds (n); "
+             "band fractions from the first crossing, W / bonus at bound and L+ / L− over every step.", ""]
+    for task in TASKS:
+        lines += _task_section(task, result["tasks"][task], result["rules"])
+    return "\n".join(lines + _rules_section(result)) + "\n"
+
+
+def figure(result: dict[str, Any], path: Path) -> Path:
+    """Per task, the band of the 21-step mean per (width, actuator, target), without (solid) and with (hatched) the
+    fallback; a missing cell leaves its place empty; the 90 % line dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(TASKS), 1, figsize=(11, 3.2 * len(TASKS)), squeeze=False)
+    colours = {("C2", "0.7x"): "tab:blue", ("sensitivity", "0.7x"): "tab:orange", ("C2", "0.5x"): "tab:cyan",
+               ("sensitivity", "0.5x"): "tab:red"}
+    for ax, task in zip(axes[:, 0], TASKS, strict=True):
+        cells, ws = result["tasks"][task]["cells"], widths(task)
+        for i, w in enumerate(ws):
+            for j, ((act, tgt), colour) in enumerate(colours.items()):
+                for k, fb in enumerate(("none", "bonus")):
+                    m = next((m for m, s in slots(task).items() if (s.width, s.actuator, s.target, s.fallback)
+                              == (w, act, tgt, fb)), None)
+                    v = (cells[m].get("reading") or {}).get("rolling") if m else None
+                    x = i + (2 * j + k - 3.5) * 0.1
+                    if v is not None:
+                        ax.bar(x, 100 * v, width=0.1, color=colour, hatch="//" if fb == "bonus" else None,
+                               edgecolor="black", linewidth=0.3, label=f"{act} {tgt} {fb}" if i == 0 else None)
+        ax.axhline(100 * HOLD, ls="--", color="black", lw=0.8)
+        ax.set_xticks(range(len(ws)), [f"hidden {w}" for w in ws])
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("band of the 21-step mean (%)")
+        done = sum(c["state"] == "finished" for c in cells.values())
+        ax.set_title(f"{task}: {done} of {len(cells)} seed-0 cells finished")
+        if not any(c.get("reading") for c in cells.values()):
+            ax.text(0.5, 0.5, "not run yet", transform=ax.transAxes, ha="center", va="center", color="grey")
+        elif ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, ncol=4, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

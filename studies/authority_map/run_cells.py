@@ -1,0 +1,122 @@
+"""Issue #46's driver: run the authority map's missing cells in the registered order, two at a time, and commit each.
+
+    export STARE_RL_CACHE=/work/runs/authority_map/cache
+    nohup python studies/authority_map/run_cells.py > /work/runs/authority_map/driver.log 2>&1 &
+    python studies/authority_map/run_cells.py --dry-run     # the cells in order and their state
+    python studies/authority_map/run_cells.py --status      # + steps logged, checkpoints, seconds per step so far
+    touch /work/runs/authority_map/STOP                      # start no new cell (running ones finish and are committed)
+
+Order (studies/authority_map/HYPOTHESES.md, "Phases"), seed 0 first: phase A of the three grids (arithmetic,
+countdown, countdown_cot; per width in the grid's order GRPO, C2 at 0.7x, stare_sensitivity at 0.7x); then phase B
+(both with auto_fallback bonus at 0.7x); then phase C (0.5x, both, without and with the fallback) at each task and
+width, decided when the driver reaches it: its cells are queued only once that width's GRPO cell has finished and
+rule R holds on it (GRPO's centred 21-step mean batch entropy at or below 0.5x of its start on some step); then
+seeds 1 and 2 of the cells rule S selects from seed 0 (a rolling band in [80, 90) %, or a pair's d in [15, 25)
+points), decided once that task's seed-0 cells have finished. R and S are analyze.py's own functions, so the driver
+runs what the analysis reports.
+
+Each cell is one `stare compare --config studies/authority_map/<task>.yaml --out RUN_ROOT/<task> --methods M --seeds S
+--parallel 1` under `nice -n 19` with the frontier's kernel pins (ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2
+OMP_NUM_THREADS=1); it resumes from its last checkpoint (every 100 steps). STARE_RL_CACHE must name the warm-start
+cache (one warm start per task and width, shared by that width's cells). A finished cell's light files go to
+docs/results/authority_map/<task>/runs/<method>/seed<S>/ and the grid's report beside runs/; then
+`studies/authority_map/analyze.py --runs RUN_ROOT --out docs/results/authority_map` re-runs (authority_map.md, .json,
+.png) and exactly docs/results/authority_map is committed. The driver is studies/cell_driver.py's; this file
+declares the study.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # studies/: the shared driver
+sys.path.insert(0, str(HERE))  # this study's modules, as when analyze.py runs as a script
+from authority_grids import GRIDS, REFERENCE, TASKS, methods, reference, slots, widths  # noqa: E402
+from cell_driver import DONE, KERNEL_PINS, ROOT, Block, Cell, Pick, Study, main, run_dir  # noqa: E402
+
+DOCS = ROOT / "docs" / "results" / "authority_map"
+
+
+def _finished(root: Path, c: Cell) -> Path | None:
+    """The finished cell's directory: the run root's, else its committed copy; None while unfinished."""
+    return next((d for d in (run_dir(root, c), DOCS / c.part / "runs" / c.method / f"seed{c.seed}")
+                 if (d / DONE).is_file()), None)
+
+
+def phase_c(task: str, width: int):
+    """Rule R at (task, width), read on its GRPO cell (seed 0) once finished: all phase-C methods, or none."""
+    def when(root: Path, running: frozenset[Cell] | None) -> Pick:
+        grpo = Cell(task, reference(task, width), 0)
+        d = _finished(root, grpo)
+        if d is None:
+            if running is None or grpo in running:
+                return Pick(None, f"rule R: {grpo.method}/seed0 not finished yet")
+            return Pick((), f"rule R not decided: {grpo.method}/seed0 did not finish")
+        # reads metrics (imports stare_rl): only once a rule is decided
+        from authority_values import cell_record
+
+        r = cell_record(d, slots(task)[grpo.method]).get("R") or {}
+        why = (f"rule R {r.get('verdict', 'not decided')}: GRPO's 21-step mean reaches "
+               f"{r.get('min_mean_over_start') or float('nan'):.2f}x of its start")
+        return Pick(methods(task, "C", width) if r.get("holds") else (), why)
+    return when
+
+
+def seeds_s(task: str):
+    """Rule S on the task's seed-0 cells (phases A, B, and C where R picked it), once none of them is running."""
+    def when(root: Path, running: frozenset[Cell] | None) -> Pick:
+        deps = [Cell(task, m, 0) for m in methods(task, "A") + methods(task, "B")]
+        for w in widths(task):
+            deps += [Cell(task, m, 0) for m in phase_c(task, w)(root, running).methods or ()]
+        pending = [c for c in deps if _finished(root, c) is None and (running is None or c in running)]
+        if pending:
+            return Pick(None, f"rule S: {len(pending)} seed-0 cells of {task} not finished yet")
+        picks = _analysis().evaluate(root, _cache())["rules"]["S"][task]
+        return Pick(tuple(m for m in methods(task) if m in picks),
+                    f"rule S selects {len(picks)} cells of {task}: {', '.join(sorted(picks)) or 'none'}")
+    return when
+
+
+def _analysis():
+    """analyze.py (rule S as the analysis applies it), loaded by path: another study's ``analyze`` may be imported."""
+    name = "authority_map_analyze"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "analyze.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def _cache() -> Path | None:
+    return Path(os.environ["STARE_RL_CACHE"]) if os.environ.get("STARE_RL_CACHE") else None
+
+
+def order() -> tuple[Block, ...]:
+    a = tuple(Block(t, (0,), methods(t, "A")) for t in TASKS)
+    b = tuple(Block(t, (0,), methods(t, "B")) for t in TASKS)
+    c = tuple(Block(t, (0,), methods(t, "C", w), phase_c(t, w)) for t in TASKS for w in widths(t))
+    s = tuple(Block(t, (1, 2), tuple(m for m, x in slots(t).items() if x.actuator != REFERENCE), seeds_s(t))
+              for t in TASKS)
+    return a + b + c + s
+
+
+STUDY = Study(
+    tag="#46 authority_map",
+    grids=GRIDS,
+    order=order(),
+    docs=DOCS,
+    analyze=HERE / "analyze.py",
+    analyze_args=("--runs", "{run_root}", "--out", "{docs}"),
+    run_root=Path("/work/runs/authority_map"),
+    pins=KERNEL_PINS,
+    needs_env={"STARE_RL_CACHE": "the warm-start cache of the map's widths (e.g. /work/runs/authority_map/cache)"},
+    parallel=2,
+    cells_noun="cells planned so far",
+)
+
+if __name__ == "__main__":
+    sys.exit(main(STUDY, __file__, __doc__))
