@@ -140,7 +140,7 @@ def decide(tasks: dict[str, Any]) -> dict[str, Any]:
 def evaluate(runs: Path, cache: Path | None) -> dict[str, Any]:
     tasks = collect(runs, cache)
     seed0 = [(task, m) for task, t in tasks.items() for m in t["cells"]]
-    done = [x for x in seed0 if tasks[x[0]]["cells"][x[1]]["state"] == "finished"]
+    done = [x for x in seed0 if 0 in tasks[x[0]]["cells"][x[1]]["seeds"]]  # an unreadable one counts, as such
     return {"runs": str(runs), "cache": None if cache is None else str(cache), "tasks": tasks,
             "n_seed0_cells": len(seed0), "n_seed0_finished": len(done), "rules": decide(tasks)}
 

@@ -35,6 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # studies/: the shared driver
 sys.path.insert(0, str(HERE))  # this study's modules, as when analyze.py runs as a script
+import cell_driver  # noqa: E402, F401  (the module the blocks are built with: the tests drive it)
 from authority_grids import GRIDS, REFERENCE, TASKS, methods, reference, slots, widths  # noqa: E402
 from cell_driver import DONE, KERNEL_PINS, ROOT, Block, Cell, Pick, Study, main, run_dir  # noqa: E402
 

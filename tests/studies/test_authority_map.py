@@ -1,0 +1,236 @@
+"""The authority map (studies/authority_map): its rules R, H, F, D, S on constructed numbers, its analysis on
+hand-made fake cells in tmp dirs (metrics.jsonl, config.yaml, eval.json, compare_done.json; no training), and its
+driver's conditional blocks: phase C is queued only once the width's GRPO cell finished and rule R holds."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+STUDY = Path(__file__).resolve().parents[2] / "studies" / "authority_map"
+sys.path.insert(0, str(STUDY))  # its modules import each other by name, as when run as scripts
+import authority_rules as rules  # noqa: E402
+
+
+def _load(name: str):
+    key = f"authority_map_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, STUDY / f"{name}.py")
+        sys.modules[key] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[key])
+    return sys.modules[key]
+
+
+# ------------------------------------------------------------------------------------------- rules, on numbers
+def test_h_holds_from_90_percent() -> None:
+    assert rules.rule_h(0.92) == "holds"
+    assert rules.rule_h(0.90) == "holds"
+    assert rules.rule_h(342 / 380) == "holds"  # 0.9 from a count
+    assert rules.rule_h(0.899) == "does not hold"
+    assert rules.rule_h(None) == "not run yet"
+
+
+def _r(rolling: float, p1: float = 0.5, pk: float = 0.9) -> dict:
+    return {"rolling": rolling, "pass@1": p1, "pass@k": pk}
+
+
+def test_f_rescue_and_cost() -> None:
+    f = rules.rule_f(_r(0.40), _r(0.95))
+    assert f["verdict"] == "rescues" and f["d_points"] == pytest.approx(55.0)
+    assert rules.rule_f(_r(0.40), _r(0.60))["verdict"] == "rescues"  # d = +20 points (0.6 - 0.4 in floats)
+    assert rules.rule_f(_r(0.40), _r(0.59))["verdict"] == "does not rescue"  # +19, and 0.59 misses
+    assert rules.rule_f(_r(0.85), _r(0.90))["verdict"] == "rescues"  # +5 points, but now it holds
+    cost = rules.rule_f(_r(0.95, p1=0.80), _r(0.94, p1=0.77))  # holds both, pass@1 -3 points
+    assert cost["verdict"] == "costs" and cost["cost_pass@1"] and not cost["cost_band"]
+    assert cost["d_pass@1_points"] == pytest.approx(-3.0)
+    assert rules.rule_f(_r(0.95, p1=0.80), _r(0.94, p1=0.785))["verdict"] == "costs nothing"  # -1.5 points
+    band = rules.rule_f(_r(0.97), _r(0.91))  # the rolling band falls by 6 points
+    assert band["verdict"] == "costs" and band["cost_band"]
+    assert rules.rule_f(_r(0.97), _r(0.92))["verdict"] == "costs nothing"  # by 5: not more than 5
+    assert rules.rule_f(None, _r(0.9))["verdict"] == "not run yet"
+
+
+def _pairs(*fs: dict) -> dict:
+    return {f"p{i}": f for i, f in enumerate(fs)}
+
+
+def test_d_thresholds() -> None:
+    miss_rescued, miss_not = rules.rule_f(_r(0.4), _r(0.95)), rules.rule_f(_r(0.4), _r(0.45))
+    hold_free, hold_cost = rules.rule_f(_r(0.95), _r(0.95)), rules.rule_f(_r(0.95, p1=0.8), _r(0.95, p1=0.7))
+    d = rules.rule_d(_pairs(miss_rescued, miss_rescued, miss_not, hold_free))  # 2 of 3 misses, no cost
+    assert d["verdict"] == "bonus" and len(d["misses"]) == 3 and len(d["rescued"]) == 2 and not d["provisional"]
+    assert rules.rule_d(_pairs(miss_rescued, miss_not, miss_not))["verdict"] == "none"  # 1 of 3
+    assert rules.rule_d(_pairs(miss_rescued, miss_rescued))["verdict"] == "none"  # fewer than 3 misses
+    d = rules.rule_d(_pairs(miss_rescued, miss_rescued, miss_rescued, hold_cost))  # all rescued, one cost
+    assert d["verdict"] == "none" and d["costs"] == ["p3"] and d["turn_it_on_in"] == ["p0", "p1", "p2"]
+    d = rules.rule_d(_pairs(miss_rescued, miss_rescued, miss_rescued, {"verdict": "not run yet"}))
+    assert d["verdict"] == "bonus" and d["provisional"] and d["pairs_measured"] == 3
+
+
+def test_r_on_a_constructed_grpo_entropy_series() -> None:
+    falls = [1.0 - 0.55 * i / 199 for i in range(200)]  # 1.0 -> 0.45
+    r = rules.rule_r(falls, 21)
+    assert r["verdict"] == "holds" and r["min_mean_over_start"] < 0.5
+    assert 0.5 >= rules.centred_mean(falls, 21)[r["first_step"] - 1]
+    assert rules.rule_r([1.0 - 0.45 * i / 199 for i in range(200)], 21)["verdict"] == "does not hold"  # to 0.55
+    spike = [1.0] + [0.6] * 100 + [0.2] + [0.6] * 100  # one step at 0.2x: its 21-step mean stays above 0.5x
+    assert rules.rule_r(spike, 21)["verdict"] == "does not hold"
+    assert rules.rule_r([], 21)["verdict"] == "not run yet"
+
+
+def test_s_selects_the_80_to_90_window_and_close_pairs() -> None:
+    picks = rules.rule_s({"a": 0.85, "b": 0.80, "c": 0.90, "d": 0.79, "e": None},
+                         {"p": ("x", "y", 100 * (0.95 - 0.80)), "q": ("u", "v", 25.0), "r": ("s", "t", 24.9)})
+    assert sorted(picks) == ["a", "b", "s", "t", "x", "y"]  # 0.95 - 0.80 is 14.99999... points: still 15
+
+
+# ------------------------------------------------------------------------------------- fake cells, analysis
+def _cell(root: Path, task: str, method: str, entropy: list[float], seed: int = 0, target: float | None = None,
+          fallback: str = "none", w: float = 10.0, lp: float = 0.01, coef: float = 0.0, p1: float = 0.5,
+          done: bool = True, width: int = 64) -> Path:
+    d = root / task / "runs" / method / f"seed{seed}"
+    d.mkdir(parents=True)
+    rows = []
+    for i, h in enumerate(entropy):
+        row = {"step": i + 1, "control/batch_entropy" if target else "actor/entropy": h}
+        if target:
+            row.update({"control/target_entropy": target, "control/reweight_w": w, "loss/l_plus_frac": lp,
+                        "loss/l_minus_frac": 0.02, "control/entropy_coef": coef})
+        rows.append(row)
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (d / "config.yaml").write_text(yaml.safe_dump({"auto_w_max": 50.0, "auto_bonus_max": 0.1, "seed": seed,
+                                                   "auto_fallback": fallback, "tiny_hidden_size": width}))
+    (d / "eval.json").write_text(json.dumps({"avg@8": p1, "pass@8": 0.9, "k": 8}))
+    if done:
+        (d / "compare_done.json").write_text(json.dumps({"wall_s": 1.0}))
+    return d
+
+
+HELD = [1.0] + [0.7] * 99  # crosses at step 2 and stays on the target: band 100 %
+LOST = [1.0] + [0.7] * 20 + [0.3] * 79  # crosses, then falls far below: band ~ 0.3
+
+
+def test_analysis_on_fake_cells(tmp_path: Path) -> None:
+    an = _load("analyze")
+    _cell(tmp_path, "arithmetic", "grpo_h64", [1.0 - 0.6 * i / 99 for i in range(100)])  # reaches 0.4x: R holds
+    _cell(tmp_path, "arithmetic", "grpo_h128", [1.0] * 100, width=128)  # flat: R does not hold
+    _cell(tmp_path, "arithmetic", "sens_t07_h64", LOST, target=0.7, w=50.0, lp=0.0)
+    _cell(tmp_path, "arithmetic", "sens_t07_fb_h64", HELD, target=0.7, fallback="bonus", coef=0.1, p1=0.47)
+    _cell(tmp_path, "arithmetic", "c2_t07_h64", HELD, target=0.7, p1=0.50)
+    _cell(tmp_path, "arithmetic", "c2_t07_fb_h64", HELD, target=0.7, fallback="bonus", p1=0.47)
+    _cell(tmp_path, "arithmetic", "c2_t07_h128", HELD, target=0.7, done=False, width=128)  # running: not run yet
+    (tmp_path / "arithmetic" / "runs" / "c2_t07_fb_h128" / "seed0").mkdir(parents=True)  # done, unreadable
+    (tmp_path / "arithmetic" / "runs" / "c2_t07_fb_h128" / "seed0" / "compare_done.json").write_text("{}")
+    res = an.evaluate(tmp_path, None)
+    cells, r = res["tasks"]["arithmetic"]["cells"], res["rules"]
+    assert r["R"]["arithmetic"][64]["verdict"] == "holds" and r["R"]["arithmetic"][128]["verdict"] == "does not hold"
+    assert cells["c2_t05_h128"]["state"].startswith("skipped (rule R")
+    assert cells["c2_t05_h64"]["state"] == "not run yet" and cells["c2_t07_h128"]["state"] == "not run yet (started)"
+    assert cells["c2_t07_fb_h128"]["state"].startswith("unreadable")
+    lost = cells["sens_t07_h64"]["seeds"][0]
+    assert lost["w_at_bound_steps"] == 100 and lost["l_plus_empty_share"] == 1.0 and lost["steps"] == 100
+    bonus = cells["sens_t07_fb_h64"]["seeds"][0]
+    assert bonus["bonus_at_bound_steps"] == 100 and bonus["band_fraction_smoothed"] == 1.0
+    assert r["H"]["arithmetic/sens_t07_h64"]["verdict"] == "does not hold"
+    assert r["H"]["arithmetic/sens_t07_fb_h64"]["verdict"] == "holds"
+    assert r["F"]["arithmetic h64 sensitivity 0.7x"]["verdict"] == "rescues"
+    cost = r["F"]["arithmetic h64 C2 0.7x"]  # both hold, pass@1 -3 points
+    assert cost["verdict"] == "costs" and cost["d_pass@1_points"] == pytest.approx(-3.0)
+    assert r["F"]["arithmetic h128 C2 0.5x"]["verdict"].startswith("skipped")
+    assert r["D"]["verdict"] == "none" and r["D"]["provisional"]  # one miss measured, and one cost
+    out = tmp_path / "out"
+    assert an.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    md = (out / "authority_map.md").read_text()
+    assert "| 64 | sensitivity | 0.7x | bonus | B | finished | 1 |" in md and (out / "authority_map.png").is_file()
+    assert json.loads((out / "authority_map.json").read_text())["n_seed0_finished"] == 7  # the unreadable too
+
+
+def test_analysis_on_an_empty_run_root(tmp_path: Path) -> None:
+    an = _load("analyze")
+    assert an.main(["--runs", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 0
+    res = json.loads((tmp_path / "out" / "authority_map.json").read_text())
+    assert res["n_seed0_finished"] == 0 and res["n_seed0_cells"] == 81
+    assert {c["state"] for t in res["tasks"].values() for c in t["cells"].values()} == {"not run yet"}
+    assert {p["verdict"] for p in res["rules"]["F"].values()} == {"not run yet"}
+
+
+def test_s_on_fake_cells_and_the_warm_start_check(tmp_path: Path) -> None:
+    an = _load("analyze")
+    close = [1.0] + [0.7] * 90 + [0.3] * 9  # crosses at step 2: 83 of 99 smoothed steps in the band
+    d = _cell(tmp_path, "arithmetic", "c2_t07_h64", close, target=0.7)
+    cache = tmp_path / "cache"
+    for name, acc in (("arithmetic-aaa", 1.0), ("arithmetic-bbb", 0.4)):
+        (cache / name).mkdir(parents=True)
+        (cache / name / "warmstart.json").write_text(json.dumps({"final": {"greedy_acc": acc, "step": 9}}))
+    (d / "train.log").write_text(f"warm start: tiny model on arithmetic\nwarm start: {cache / 'arithmetic-aaa'}\n")
+    wide = _cell(tmp_path, "arithmetic", "c2_t07_h128", HELD, target=0.7, width=128)
+    (wide / "warmstart.json").write_text(json.dumps({"final": {"greedy_acc": 0.4}}))
+    res = an.evaluate(tmp_path, None)
+    rolling = res["tasks"]["arithmetic"]["cells"]["c2_t07_h64"]["reading"]["rolling"]
+    assert 0.8 <= rolling < 0.9 and list(res["rules"]["S"]["arithmetic"]) == ["c2_t07_h64"]
+    ws = res["tasks"]["arithmetic"]["warmstart"]
+    assert ws[64]["via"] == "train.log" and ws[64]["path"] == str(cache / "arithmetic-aaa" / "warmstart.json")
+    assert ws[128]["via"] == "run dir" and ws[128]["ratio_to_default"] == pytest.approx(0.4)
+    assert ws[128]["learns"] is False and ws[256]["learns"] is None
+    assert res["rules"]["H"]["arithmetic/c2_t07_h128"]["verdict"].startswith("not scored")
+
+
+# ------------------------------------------------------------------------------------ the driver's phase C
+def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -> None:
+    rc = _load("run_cells")
+    cd = rc.cell_driver  # the driver module run_cells' blocks were built with
+    study = rc.STUDY
+    static = [c for b in study.order if b.when is None for c in b.cells()]
+    assert len(static) == 45 and all(c.seed == 0 for c in static)  # phase A (27), then phase B (18)
+    assert [c.method for c in static[:3]] == ["grpo_h64", "c2_t07_h64", "sens_t07_h64"]
+    assert static[27].method == "c2_t07_fb_h64" and study.parallel == 2 and "STARE_RL_CACHE" in study.needs_env
+    block = next(b for b in study.order if b.when is not None and b.part == "arithmetic" and "c2_t05_h64" in b.methods)
+    root = tmp_path / "runs"
+    assert block.when(root, None).methods is None  # GRPO not finished: decided later
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: type("P", (), {"pid": 1})())
+    grpo = cd.Cell("arithmetic", "grpo_h64", 0)
+    todo, running = [block], [(grpo, None, 0.0)]
+    cd._start_next(study, root, todo, running, 3, lambda f, m: "", [])
+    assert todo == [block]  # waits while its GRPO cell runs
+    cd._start_next(study, root, todo, [], 3, lambda f, m: "", [])
+    assert todo == []  # GRPO ended unfinished: skipped
+    _cell(root, "arithmetic", "grpo_h64", [1.0] * 60)  # flat: R does not hold
+    todo, running = [block], []
+    cd._start_next(study, root, todo, running, 3, lambda f, m: "", [])
+    assert todo == [] and running == []
+    (root / "arithmetic" / "runs" / "grpo_h64").rename(root / "flat")
+    _cell(root, "arithmetic", "grpo_h64", [1.0 - 0.6 * i / 59 for i in range(60)])  # reaches 0.4x: R holds
+    todo, running = [block], []
+    cd._start_next(study, root, todo, running, 3, lambda f, m: "", [])
+    assert [c.method for c, _, _ in running] == ["c2_t05_h64", "sens_t05_h64", "c2_t05_fb_h64"]
+    assert [c.method for c in todo] == ["sens_t05_fb_h64"]
+    assert "c2_t05_h64/seed0: fresh (rule R holds" in cd.dry_run(study, root)
+
+
+def test_a_conditional_block_in_the_generic_driver(tmp_path: Path) -> None:
+    cd = _load("run_cells").cell_driver
+
+    def when(root: Path, running) -> object:
+        return cd.Pick(("b",) if (root / "go").exists() else None if running is None else (), "rule X")
+    study = cd.Study(tag="#0", grids={"p": tmp_path / "p.yaml"}, docs=tmp_path / "docs", analyze=tmp_path / "a.py",
+                     run_root=tmp_path, order=(cd.Block("p", (0,), ("a",)), cd.Block("p", (0, 1), ("b", "c"), when)))
+    assert study.cells() == [("p", "a", 0), ("p", "b", 0), ("p", "c", 0), ("p", "b", 1), ("p", "c", 1)]
+    assert study.planned(tmp_path) == [("p", "a", 0)]  # undecided: nothing of the block counted yet
+    assert cd.dry_run(study, tmp_path).splitlines() == [
+        "p  a/seed0: fresh", "p 4 cells (b, c; seeds 0, 1): decided when the driver reaches it (rule X)"]
+    (tmp_path / "go").touch()
+    assert study.planned(tmp_path) == [("p", "a", 0), ("p", "b", 0), ("p", "b", 1)]
+    assert cd.dry_run(study, tmp_path).splitlines() == [
+        "p  a/seed0: fresh", "p  b/seed0: fresh (rule X)", "p  b/seed1: fresh (rule X)",
+        "p 2 cells (c; seeds 0, 1): skipped (rule X)"]
+    assert cd.status(study, tmp_path, procs=[]).splitlines()[1:] == [
+        "p a/seed0: not started", "p b/seed0: not started (rule X)", "p b/seed1: not started (rule X)",
+        "p 2 cells (c; seeds 0, 1): skipped (rule X)"]
+    boom = cd.Study(tag="#0", grids={"p": tmp_path}, docs=tmp_path, analyze=tmp_path, run_root=tmp_path,
+                    order=(cd.Block("p", (0,), ("a",), lambda root, running: 1 / 0),))
+    assert cd.decide(boom.order[0], tmp_path, None) == cd.Pick((), "its rule failed: ZeroDivisionError: division by zero")
