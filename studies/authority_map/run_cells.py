@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE.parent))  # studies/: the shared driver
 sys.path.insert(0, str(HERE))  # this study's modules, as when analyze.py runs as a script
 import cell_driver  # noqa: E402, F401  (the module the blocks are built with: the tests drive it)
 from authority_grids import GRIDS, REFERENCE, TASKS, methods, reference, slots, widths  # noqa: E402
-from cell_driver import DONE, KERNEL_PINS, ROOT, Block, Cell, Pick, Study, main, run_dir  # noqa: E402
+from cell_driver import DONE, ROOT, Block, Cell, Pick, Study, main, run_dir  # noqa: E402
 
 DOCS = ROOT / "docs" / "results" / "authority_map"
 
@@ -105,17 +105,16 @@ def order() -> tuple[Block, ...]:
     return a + b + c + s
 
 
+# Study's defaults: the frontier's kernel pins (KERNEL_PINS) and two cells at a time
 STUDY = Study(
     tag="#46 authority_map",
     grids=GRIDS,
     order=order(),
     docs=DOCS,
+    needs_env={"STARE_RL_CACHE": "the warm-start cache of the map's widths (e.g. /work/runs/authority_map/cache)"},
     analyze=HERE / "analyze.py",
     analyze_args=("--runs", "{run_root}", "--out", "{docs}"),
     run_root=Path("/work/runs/authority_map"),
-    pins=KERNEL_PINS,
-    needs_env={"STARE_RL_CACHE": "the warm-start cache of the map's widths (e.g. /work/runs/authority_map/cache)"},
-    parallel=2,
     cells_noun="cells planned so far",
 )
 

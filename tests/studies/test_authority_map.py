@@ -189,6 +189,7 @@ def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -
     assert len(static) == 45 and all(c.seed == 0 for c in static)  # phase A (27), then phase B (18)
     assert [c.method for c in static[:3]] == ["grpo_h64", "c2_t07_h64", "sens_t07_h64"]
     assert static[27].method == "c2_t07_fb_h64" and study.parallel == 2 and "STARE_RL_CACHE" in study.needs_env
+    assert study.pins == cd.KERNEL_PINS and study.analyze_args == ("--runs", "{run_root}", "--out", "{docs}")
     block = next(b for b in study.order if b.when is not None and b.part == "arithmetic" and "c2_t05_h64" in b.methods)
     root = tmp_path / "runs"
     assert block.when(root, None).methods is None  # GRPO not finished: decided later
