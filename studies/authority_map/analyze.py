@@ -134,6 +134,8 @@ def decide(tasks: dict[str, Any]) -> dict[str, Any]:
                 zero = rule_f({"rolling": rolling0.get(none)}, {"rolling": rolling0[m]})
                 pairs0[key] = (none, m, zero.get("d_points"))
         s[task] = rule_s(rolling0, pairs0)
+        for m in s[task]:  # H and F are read on the seed mean (n = 3) of these; until then, on what has finished
+            h[f"{task}/{m}"]["seeds_finished"] = sorted(t["cells"][m]["seeds"])
     return {"R": {task: t["R"] for task, t in tasks.items()}, "H": h, "F": f, "D": rule_d(f), "S": s}
 
 

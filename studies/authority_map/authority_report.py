@@ -95,7 +95,9 @@ def _rules_section(result: dict[str, Any]) -> list[str]:
               ">= 3 misses, rescues >= 2/3 of them and no cost.", "",
               "**S (seeds 1 and 2 where the result is close)**, from seed 0:", ""]
     for task, picks in rules["S"].items():
-        lines.append(f"- {task}: " + ("; ".join(f"{m} ({', '.join(why)})" for m, why in picks.items()) or "none"))
+        lines.append(f"- {task}: " + ("; ".join(
+            f"{m} ({', '.join(why)}; seeds finished: {rules['H'][f'{task}/{m}']['seeds_finished']}, H and F read on "
+            "their mean)" for m, why in picks.items()) or "none"))
     return lines
 
 
@@ -121,8 +123,10 @@ def figure(result: dict[str, Any], path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
-    fig, axes = plt.subplots(len(TASKS), 1, figsize=(11, 3.2 * len(TASKS)), squeeze=False)
+    fig, axes = plt.subplots(len(TASKS), 1, figsize=(11, 3.4 * len(TASKS)), squeeze=False)
     colours = {("C2", "0.7x"): "tab:blue", ("sensitivity", "0.7x"): "tab:orange", ("C2", "0.5x"): "tab:cyan",
                ("sensitivity", "0.5x"): "tab:red"}
     for ax, task in zip(axes[:, 0], TASKS, strict=True):
@@ -136,18 +140,22 @@ def figure(result: dict[str, Any], path: Path) -> Path:
                     x = i + (2 * j + k - 3.5) * 0.1
                     if v is not None:
                         ax.bar(x, 100 * v, width=0.1, color=colour, hatch="//" if fb == "bonus" else None,
-                               edgecolor="black", linewidth=0.3, label=f"{act} {tgt} {fb}" if i == 0 else None)
+                               edgecolor="black", linewidth=0.3)
         ax.axhline(100 * HOLD, ls="--", color="black", lw=0.8)
         ax.set_xticks(range(len(ws)), [f"hidden {w}" for w in ws])
+        ax.set_xlim(-0.5, len(ws) - 0.5)
         ax.set_ylim(0, 105)
         ax.set_ylabel("band of the 21-step mean (%)")
         done = sum(c["state"] == "finished" for c in cells.values())
         ax.set_title(f"{task}: {done} of {len(cells)} seed-0 cells finished")
         if not any(c.get("reading") for c in cells.values()):
             ax.text(0.5, 0.5, "not run yet", transform=ax.transAxes, ha="center", va="center", color="grey")
-        elif ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, ncol=4, loc="lower right")
-    fig.tight_layout()
+    handles = [Patch(facecolor=colour, edgecolor="black", hatch="//" if fb == "bonus" else None,
+                     label=f"{act} {tgt}, fallback {fb}") for (act, tgt), colour in colours.items()
+               for fb in ("none", "bonus")]
+    handles.append(Line2D([], [], ls="--", color="black", label="90 % (rule H)"))
+    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -178,6 +178,26 @@ def test_s_on_fake_cells_and_the_warm_start_check(tmp_path: Path) -> None:
     assert ws[128]["via"] == "run dir" and ws[128]["ratio_to_default"] == pytest.approx(0.4)
     assert ws[128]["learns"] is False and ws[256]["learns"] is None
     assert res["rules"]["H"]["arithmetic/c2_t07_h128"]["verdict"].startswith("not scored")
+    an.main(["--runs", str(tmp_path), "--out", str(tmp_path / "out")])
+    assert "- arithmetic: c2_t07_h64 (rolling band 83.8 % in [80, 90); seeds finished: [0]" in (
+        tmp_path / "out" / "authority_map.md").read_text()
+
+
+def test_a_warm_start_found_in_the_cache_by_its_settings(tmp_path: Path) -> None:
+    import dataclasses
+
+    from stare_rl.train.config import WarmStartArgs
+
+    an = _load("analyze")
+    _cell(tmp_path, "arithmetic", "grpo_h256", [1.0] * 30, width=256)  # no warmstart.json, no train.log
+    for name, width, acc in (("arithmetic-a", 128, 0.9), ("arithmetic-b", 256, 0.7)):
+        (tmp_path / "cache" / name).mkdir(parents=True)
+        info = {"task": "arithmetic", "seed": 0, "final": {"greedy_acc": acc},
+                "config": dataclasses.asdict(WarmStartArgs(tiny_hidden_size=width).warmstart_config())}
+        (tmp_path / "cache" / name / "warmstart.json").write_text(json.dumps(info))
+    ws = an.evaluate(tmp_path, tmp_path / "cache")["tasks"]["arithmetic"]["warmstart"][256]
+    assert ws["via"].startswith("cache") and ws["path"].endswith("arithmetic-b/warmstart.json")
+    assert ws["greedy_acc"] == 0.7 and ws["learns"] is None  # the default width's warm start is not known here
 
 
 # ------------------------------------------------------------------------------------ the driver's phase C
