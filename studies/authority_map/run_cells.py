@@ -78,7 +78,7 @@ def seeds_s(task: str):
             return Pick(None, f"rule S: {len(pending)} seed-0 cells of {task} not finished yet")
         picks = _analysis().evaluate(root, _cache())["rules"]["S"][task]
         return Pick(tuple(m for m in methods(task) if m in picks),
-                    f"rule S selects {len(picks)} cells of {task}: {', '.join(sorted(picks)) or 'none'}")
+                    f"rule S selects {len(picks)} cells of {task} (authority_map.md lists why)")
     return when
 
 

@@ -255,3 +255,24 @@ def test_a_conditional_block_in_the_generic_driver(tmp_path: Path) -> None:
     boom = cd.Study(tag="#0", grids={"p": tmp_path}, docs=tmp_path, analyze=tmp_path, run_root=tmp_path,
                     order=(cd.Block("p", (0,), ("a",), lambda root, running: 1 / 0),))
     assert cd.decide(boom.order[0], tmp_path, None) == cd.Pick((), "its rule failed: ZeroDivisionError: division by zero")
+
+
+def test_the_driver_adds_seeds_1_2_where_rule_s_selects(tmp_path: Path) -> None:
+    rc = _load("run_cells")
+    block = next(b for b in rc.STUDY.order if b.when is not None and b.part == "arithmetic" and b.seeds == (1, 2))
+    grids = sys.modules["authority_grids"]
+    for m in grids.methods("arithmetic", "A") + grids.methods("arithmetic", "B"):
+        slot = grids.slots("arithmetic")[m]
+        if slot.actuator == "grpo":
+            _cell(tmp_path, "arithmetic", m, [1.0] * 40, width=slot.width)  # flat: R fails, no phase C
+        elif m != "sens_t07_h128":
+            _cell(tmp_path, "arithmetic", m, HELD, target=0.7, width=slot.width, fallback=slot.fallback)
+    running = frozenset({rc.Cell("arithmetic", "sens_t07_h128", 0)})
+    assert block.when(tmp_path, running).methods is None  # a seed-0 cell it reads is still running
+    assert block.when(tmp_path, None).methods is None
+    _cell(tmp_path, "arithmetic", "sens_t07_h128", [1.0] + [0.7] * 90 + [0.3] * 9, target=0.7, width=128)
+    pick = block.when(tmp_path, frozenset())
+    # the cell at 83.8 %, and its pair with the fallback (100 %): d = +16.2 points, within 5 of +20
+    assert pick.methods == ("sens_t07_h128", "sens_t07_fb_h128") and pick.why.startswith("rule S selects 2 cells")
+    assert [(c.method, c.seed) for c in block.cells(pick.methods)] == [
+        ("sens_t07_h128", 1), ("sens_t07_fb_h128", 1), ("sens_t07_h128", 2), ("sens_t07_fb_h128", 2)]
