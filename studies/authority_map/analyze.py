@@ -109,7 +109,7 @@ def decide(tasks: dict[str, Any]) -> dict[str, Any]:
     """R per width, H per cell, F per pair, D over the pairs, S per task (seed 0's values)."""
     h, f, s = {}, {}, {}
     for task, t in tasks.items():
-        pairs0: dict[str, tuple[str, str, float | None]] = {}
+        pairs0: dict[str, tuple[str, str]] = {}  # pair -> (without, with the fallback)
         rolling0: dict[str, float | None] = {}
         for m, cell in t["cells"].items():
             slot = slots(task)[m]
@@ -131,9 +131,9 @@ def decide(tasks: dict[str, Any]) -> dict[str, Any]:
                     f[key]["verdict"] = cell["state"]
                 elif f[key]["verdict"] == "not run yet" and not cell["scored"]:
                     f[key]["verdict"] = "not scored (the width's warm start did not learn the task)"
-                zero = rule_f({"rolling": rolling0.get(none)}, {"rolling": rolling0[m]})
-                pairs0[key] = (none, m, zero.get("d_points"))
-        s[task] = rule_s(rolling0, pairs0)
+                pairs0[key] = (none, m)
+        d0 = {k: rule_f({"rolling": rolling0[a]}, {"rolling": rolling0[b]}).get("d_points") for k, (a, b) in pairs0.items()}
+        s[task] = rule_s(rolling0, {k: (a, b, d0[k]) for k, (a, b) in pairs0.items()})
         for m in s[task]:  # H and F are read on the seed mean (n = 3) of these; until then, on what has finished
             h[f"{task}/{m}"]["seeds_finished"] = sorted(t["cells"][m]["seeds"])
     return {"R": {task: t["R"] for task, t in tasks.items()}, "H": h, "F": f, "D": rule_d(f), "S": s}
