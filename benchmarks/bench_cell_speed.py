@@ -74,11 +74,13 @@ def child(argv: list[str], warmup: int, out: Path) -> None:
     from transformers import TrainerCallback
     from transformers.generation.utils import GenerationMixin
 
+    from stare_rl.commands.console import show_progress
     from stare_rl.engines.trl.trainer import StareGRPOTrainer
     from stare_rl.train import run as train_run
     from stare_rl.train.plan import plan_run
     from stare_rl.train.prepare import prepare
 
+    show_progress()  # the run's progress lines, as `stare train` shows them
     totals: dict[str, list[float]] = {}
     marks: list[tuple[float, float]] = []
     snapshot: list[dict[str, list[float]]] = []

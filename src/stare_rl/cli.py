@@ -1,7 +1,8 @@
 """``stare`` command line: ``stare {train,eval,probe,report,compare,check-verl,verl-dryrun,models} ...``.
 
 Each subcommand lives in :mod:`stare_rl.commands.<name>` and exposes ``main(argv) -> int``; they are imported
-lazily so that ``stare --help`` does not import TRL or verl.
+lazily so that ``stare --help`` does not import TRL or verl. Only this module and ``commands/`` print; the
+library's progress lines reach the terminal through :mod:`stare_rl.commands.console`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from stare_rl.commands.console import show_progress
 from stare_rl.io.process import PARENT_PID_ENV, exit_with_parent  # noqa: F401  (re-exported)
 
 COMMANDS = {
@@ -44,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stare: unknown command {cmd!r}; choose one of {list(COMMANDS)}", file=sys.stderr)
         return 2
     exit_with_parent()
+    show_progress()  # the library logs a run's progress; the command line shows it
     module = importlib.import_module(f"stare_rl.commands.{cmd.replace('-', '_')}")
     return int(module.main(rest) or 0)
 

@@ -9,12 +9,18 @@ Every cell is validated by ``stare train``'s own parser before any compute; the 
 cells then run as ``stare train`` processes (``--parallel`` at a time, one torch thread each). A finished
 cell (``compare_done.json``) is skipped on a re-run, a cell with a checkpoint resumes from it, anything else
 restarts. The end: ``stare report`` of all runs plus ``results.md`` / ``results.json`` in ``--out``.
+
+What the command has to say (the grid, a line per cell, the results table) is logged by this module's logger,
+INFO for progress and ERROR for a bad input; ``stare`` shows it on stdout / stderr (:mod:`stare_rl.commands.console`).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
+import logging
 import os
 import platform
 import shlex
@@ -23,9 +29,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from stare_rl.analysis.plots import ENTROPY_KEYS, pick_key
+from stare_rl.analysis.report import build_report
+from stare_rl.analysis.runs import read_run
 from stare_rl.compare.grid import (
     CELL_CONFIG,
     Cell,
@@ -41,9 +53,16 @@ from stare_rl.compare.grid import (
     run_metrics,
     scored_target,
 )
+from stare_rl.evaluation import heldout
 from stare_rl.io.cache import cache_dir
 from stare_rl.io.process import PARENT_PID_ENV
-from stare_rl.io.runlog import write_text_atomic
+from stare_rl.io.runlog import write_json_atomic, write_text_atomic
+from stare_rl.train import warmstart
+from stare_rl.train.plan import plan_run
+from stare_rl.train.prepare import prepare
+from stare_rl.train.run import torch_threads
+
+logger = logging.getLogger(__name__)
 
 RESULTS_JSON, RESULTS_MD, RUN_INFO = "results.json", "results.md", "compare_run.json"
 
@@ -75,14 +94,10 @@ def _seed_list(text: str | None) -> list[int] | None:
 
 def validate_cells(grid: Grid) -> dict[str, Any]:
     """Parse every method's cell with ``stare train``'s parser (no compute); returns one plan per method."""
-    from stare_rl.train.plan import plan_run
-
     plans = {}
     with tempfile.TemporaryDirectory() as tmp:
         for method in grid.methods:
             cfg = Path(tmp) / f"{method}.yaml"
-            import yaml
-
             cfg.write_text(yaml.safe_dump({**grid.cell_config(method), "seed": grid.seeds[0]}))
             try:
                 plans[method] = plan_run(["--config", str(cfg), "--config_base", "none",
@@ -97,15 +112,12 @@ def _starting_model(plan: Any) -> str:
     ta = plan.task_args
     if ta.model != "tiny":
         return str(ta.model)
-    from stare_rl.train.run import torch_threads
-    from stare_rl.train.warmstart import warm_start
-
     ws = getattr(plan, "warmstart", None)  # stare train's warm-start settings (None: WarmStartConfig defaults)
     kwargs = {} if ws is None else {"seed": ws.warmstart_seed, "config": ws.warmstart_config()}
     # the grid's torch_threads, as stare train applies it: the same thread count gives the same cached bits, and
     # torch's default (every core) thrashes beside the cells of another grid on a small machine
     with torch_threads(ta.torch_threads):
-        return str(warm_start(ta.task, cache_dir(ta.cache_dir), **{"seed": 0, **kwargs}))
+        return str(warmstart.warm_start(ta.task, cache_dir(ta.cache_dir), **{"seed": 0, **kwargs}))
 
 
 def _warm_starts(plans: dict[str, Any]) -> None:
@@ -115,8 +127,8 @@ def _warm_starts(plans: dict[str, Any]) -> None:
         ta = plan.task_args
         key = (ta.task, cache_dir(ta.cache_dir), repr(getattr(plan, "warmstart", None)))
         if ta.model == "tiny" and key not in done:
-            print(f"warm start: tiny model on {ta.task} (cached in {key[1]})", flush=True)
-            print(f"  -> {_starting_model(plan)}", flush=True)
+            logger.info("warm start: tiny model on %s (cached in %s)", ta.task, key[1])
+            logger.info("  -> %s", _starting_model(plan))
             done.add(key)
 
 
@@ -139,8 +151,6 @@ def _launch(grid: Grid, cell: Cell) -> tuple[subprocess.Popen, Any, bool, float]
 
 
 def _headline(cell: Cell) -> str:
-    from stare_rl.analysis.runs import read_run
-
     run = read_run(cell.run_dir)
     parts = []
     if run is not None and run.series.get("actor/entropy"):
@@ -152,7 +162,8 @@ def _headline(cell: Cell) -> str:
 
 
 def run_cells(grid: Grid, cells: list[Cell]) -> list[Cell]:
-    """Run the cells ``grid.parallel`` at a time; print a line per finished cell. Returns the failed ones."""
+    """Run the cells ``grid.parallel`` at a time; log a line per started and finished cell. Returns the failed
+    ones."""
     pending = list(cells)
     running: list[tuple[Cell, subprocess.Popen, Any, bool, float]] = []
     previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops the cells like Ctrl-C
@@ -163,7 +174,7 @@ def run_cells(grid: Grid, cells: list[Cell]) -> list[Cell]:
             while pending and len(running) < grid.parallel:
                 cell = pending.pop(0)
                 proc, log, resume, t0 = _launch(grid, cell)
-                print(f"start  {cell.name}{' (resuming from its last checkpoint)' if resume else ''}", flush=True)
+                logger.info("start  %s%s", cell.name, " (resuming from its last checkpoint)" if resume else "")
                 running.append((cell, proc, log, resume, t0))
             time.sleep(0.5)
             for item in list(running):
@@ -176,18 +187,18 @@ def run_cells(grid: Grid, cells: list[Cell]) -> list[Cell]:
                 wall = time.time() - t0
                 if proc.returncode == 0:
                     mark_done(cell, {"wall_s": round(wall, 1), "resumed": resume, "finished": time.time()})
-                    print(f"[{finished}/{total}] done   {cell.name} in {wall:.0f} s: {_headline(cell)}", flush=True)
+                    logger.info("[%d/%d] done   %s in %.0f s: %s", finished, total, cell.name, wall, _headline(cell))
                 else:
                     failed.append(cell)
                     tail = (cell.run_dir / "train.log").read_text(errors="replace").splitlines()[-8:]
-                    print(f"[{finished}/{total}] FAILED {cell.name} (exit {proc.returncode}) after {wall:.0f} s; "
-                          f"log {cell.run_dir / 'train.log'}:\n  " + "\n  ".join(tail), flush=True)
+                    logger.info("[%d/%d] FAILED %s (exit %d) after %.0f s; log %s:\n  %s", finished, total, cell.name,
+                                proc.returncode, wall, cell.run_dir / "train.log", "\n  ".join(tail))
     except KeyboardInterrupt:
         for cell, proc, log, _, _ in running:  # only the processes this command started
             proc.terminate()
             proc.wait()
             log.close()
-            print(f"interrupted {cell.name}: re-run the same command to resume", flush=True)
+            logger.info("interrupted %s: re-run the same command to resume", cell.name)
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -207,11 +218,6 @@ def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
     Uses the first method's plan (the grid gives every method the same model, task and evaluation); the result
     per seed is cached in ``<out>/reference/warm_start/seed<N>/eval.json``.
     """
-    import copy
-    import dataclasses
-
-    from stare_rl.train.prepare import prepare
-
     plan0 = plans[next(iter(grid.methods))]
     out: dict[int, Path] = {}
     for seed in grid.seeds:
@@ -225,25 +231,19 @@ def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
         prep = prepare(plan)
         ta, grpo = plan.task_args, plan.grpo
         model_path = _starting_model(plan)
-        from stare_rl.evaluation.heldout import evaluate
-        from stare_rl.io.runlog import write_json_atomic
-
-        result = evaluate(model_path, None, prep.eval_rows, prep.reward_fn, k=ta.eval_k, temperature=grpo.temperature,
-                          top_p=grpo.top_p, max_new_tokens=grpo.max_completion_length, seed=seed, progress=False)
+        result = heldout.evaluate(model_path, None, prep.eval_rows, prep.reward_fn, k=ta.eval_k,
+                                  temperature=grpo.temperature, top_p=grpo.top_p,
+                                  max_new_tokens=grpo.max_completion_length, seed=seed, progress=False)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, {"model": model_path, **result})
-        print(f"reference: starting model on seed {seed}'s held-out prompts: avg@{ta.eval_k} "
-              f"{result[f'avg@{ta.eval_k}']:.3f}, pass@{ta.eval_k} {result[f'pass@{ta.eval_k}']:.3f}", flush=True)
+        logger.info("reference: starting model on seed %d's held-out prompts: avg@%d %.3f, pass@%d %.3f", seed,
+                    ta.eval_k, result[f"avg@{ta.eval_k}"], ta.eval_k, result[f"pass@{ta.eval_k}"])
     return out
 
 
 def summarise(grid: Grid, cells: list[Cell],
               references: dict[int, Path] | None = None) -> tuple[Path | None, dict[str, Any] | None]:
     """``stare report`` of every cell with metrics, then the results table (markdown + JSON) in ``grid.out``."""
-    from stare_rl.analysis.plots import ENTROPY_KEYS, pick_key
-    from stare_rl.analysis.report import build_report
-    from stare_rl.analysis.runs import read_run
-
     with_metrics = [c for c in cells if cell_state(c) == "done" and (c.run_dir / "metrics.jsonl").is_file()]
     if not with_metrics:  # only finished cells are scored: a half-run cell would distort the table
         return None, None
@@ -273,8 +273,6 @@ def summarise(grid: Grid, cells: list[Cell],
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {"python": platform.python_version(), "platform": platform.platform()}
     for pkg in ("stare-rl", "torch", "trl", "transformers", "accelerate", "datasets", "matplotlib"):
         try:
@@ -310,17 +308,17 @@ def main(argv: list[str]) -> int:
                         parallel=args.parallel)
         plans = validate_cells(grid)
     except ValueError as err:
-        print(f"stare compare: error: {err}", file=sys.stderr)
+        logger.error("stare compare: error: %s", err)
         return 2
     cells = grid.cells()
     states = {c: cell_state(c) for c in cells}
     todo = [c for c in cells if states[c] != "done"]
-    print(f"grid: {len(grid.methods)} method(s) x {len(grid.seeds)} seed(s) = {len(cells)} cells in {grid.out}; "
-          f"{len(cells) - len(todo)} finished, {sum(s == 'resume' for s in states.values())} to resume, "
-          f"{parallel_note(grid)}", flush=True)
+    logger.info("grid: %d method(s) x %d seed(s) = %d cells in %s; %d finished, %d to resume, %s",
+                len(grid.methods), len(grid.seeds), len(cells), grid.out, len(cells) - len(todo),
+                sum(s == "resume" for s in states.values()), parallel_note(grid))
     if args.dry_run:
         for c in cells:
-            print(f"  {c.name:<28} {states[c]:<7} {c.run_dir / CELL_CONFIG}")
+            logger.info("  %-28s %-7s %s", c.name, states[c], c.run_dir / CELL_CONFIG)
         return 0
     grid.out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -332,8 +330,8 @@ def main(argv: list[str]) -> int:
     page, results = summarise(grid, cells, references)
     _record_invocation(grid, cells, argv, args.config, todo, failed, time.time() - t0)
     if results is not None:
-        print((grid.out / RESULTS_MD).read_text())
-        print(f"report: {page}\nresults: {grid.out / RESULTS_MD}, {grid.out / RESULTS_JSON}")
+        logger.info((grid.out / RESULTS_MD).read_text())
+        logger.info("report: %s\nresults: %s, %s", page, grid.out / RESULTS_MD, grid.out / RESULTS_JSON)
     return 1 if failed else 0
 
 

@@ -4,12 +4,32 @@ against the model and the reward, held-out rows split off, the resume point reso
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stare_rl.io.runlog import MODEL_DIR, RunLayout
+from stare_rl.models.pretrained import resolve_model as resolve_named_model
+from stare_rl.models.tiny import TINY_MAX_POSITIONS
+from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer, load_tokenizer
+from stare_rl.tasks import get_task, is_tool_task
+from stare_rl.tasks.data import load_located_rows
+from stare_rl.tasks.rewards import math_reward, number_reward
+from stare_rl.train.checks import (
+    check_characters,
+    check_chat_template,
+    check_duplicates,
+    check_lengths,
+    check_math_answers,
+    check_number_answers,
+    held_out_split,
+    math_reward_warning,
+)
 from stare_rl.train.config import ModelTaskArgs
 from stare_rl.train.plan import Plan
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -24,14 +44,12 @@ class Prepared:
     resume: str | None
     model: Any = None  # loaded policy (None for "tiny": built by the warm start in execute)
     tokenizer: Any = None
-    notes: list[str] = dataclasses.field(default_factory=list)  # printed before the run starts
-    warnings: list[str] = dataclasses.field(default_factory=list)  # printed as warnings before the run starts
+    notes: list[str] = dataclasses.field(default_factory=list)  # shown before the run starts
+    warnings: list[str] = dataclasses.field(default_factory=list)  # shown as warnings before the run starts
     restart: bool = False  # resume 'last' of a run stopped before its first checkpoint: start it again
 
 
 def _rows(spec: str, what: str) -> tuple[list[dict[str, Any]], list[str]]:
-    from stare_rl.tasks.data import load_located_rows
-
     try:
         rows, where = load_located_rows(spec)
     except ValueError as err:  # the loader says dataset=...; say when it came from another field
@@ -42,14 +60,10 @@ def _rows(spec: str, what: str) -> tuple[list[dict[str, Any]], list[str]]:
 def _reward(ta: ModelTaskArgs, task: Any) -> tuple[Any, str]:
     """The reward function and a line saying what it scores."""
     if ta.reward == "number":
-        from stare_rl.tasks.rewards import number_reward
-
         return number_reward, ("reward: number (reward=number): 1 when the final number of a completion (the last "
                                "\\boxed{...} if it holds one, else the last number written) equals the row's answer, "
                                "else 0")
     if ta.reward == "math" or (ta.reward == "auto" and ta.dataset is not None):
-        from stare_rl.tasks.rewards import math_reward
-
         return math_reward, (f"reward: math (reward={ta.reward}): 1 when math-verify finds the last \\boxed{{...}} "
                              "of a completion equal to the row's answer, else 0")
     what = getattr(task, "reward_note", f"the {task.name} task's own check of the answer")
@@ -59,8 +73,6 @@ def _reward(ta: ModelTaskArgs, task: Any) -> tuple[Any, str]:
 def prepare(plan: Plan) -> Prepared:
     """Load and check the data against the model and the reward, split off the held-out rows, resolve
     defaults that depend on the task, check the resume point. Raises ValueError on any problem."""
-    from stare_rl.tasks import get_task
-
     ta, grpo = plan.task_args, plan.grpo
     needs_task = ta.model == "tiny" or ta.dataset is None or ta.reward == "task"
     task = get_task(ta.task) if needs_task else None
@@ -94,19 +106,17 @@ DataFile = tuple[str, list[dict[str, Any]], list[str]]  # (field=path, rows, whe
 def _split_rows(ta: ModelTaskArgs, seed: int, task: Any) -> tuple[list, list, list[DataFile], list[str], list[str]]:
     """``(train rows, evaluation rows, data files read, notes, warnings)``; the evaluation rows are never
     trained on: the task's test split, rows held out of ``dataset``, or ``eval_dataset``."""
-    from stare_rl.train import checks as preflight
-
     files: list[DataFile] = []
     notes, warnings = [], []
     eval_rows: list[dict[str, Any]] = []
     if ta.dataset is not None:
         rows, where = _rows(ta.dataset, "dataset")
         files.append((f"dataset={ta.dataset!r}", rows, where))
-        dup = preflight.check_duplicates(rows, where, f"dataset={ta.dataset!r}")
+        dup = check_duplicates(rows, where, f"dataset={ta.dataset!r}")
         warnings += [dup] if dup else []
         train_rows = rows
         if ta.final_eval and not ta.eval_dataset:
-            train_rows, eval_rows = preflight.held_out_split(rows, ta.eval_size, seed)
+            train_rows, eval_rows = held_out_split(rows, ta.eval_size, seed)
             notes.append(f"evaluation: {len(eval_rows)} rows held out from dataset (drawn with seed {seed}, "
                          f"not trained on; {len(train_rows)} left for training); --eval_dataset to choose them")
     else:
@@ -126,26 +136,22 @@ def _split_rows(ta: ModelTaskArgs, seed: int, task: Any) -> tuple[list, list, li
 def _check_data(files: list[DataFile], tokenizer: Any, max_positions: int | None, max_completion_length: int,
                 model: str, reward: str) -> list[str]:
     """Refuse data the model cannot read or the reward cannot score (ValueError); return the warnings."""
-    from stare_rl.train import checks as preflight
-
     warnings = []
     for what, rows, where in files:
-        preflight.check_chat_template(rows, where, tokenizer, model, what)
-        preflight.check_characters(rows, where, tokenizer, model, what)
-        long = preflight.check_lengths(rows, where, tokenizer, max_positions, max_completion_length, model, what)
+        check_chat_template(rows, where, tokenizer, model, what)
+        check_characters(rows, where, tokenizer, model, what)
+        long = check_lengths(rows, where, tokenizer, max_positions, max_completion_length, model, what)
         warnings += [long] if long else []
         if reward == "math_reward":
-            preflight.check_math_answers(rows, where, what)
+            check_math_answers(rows, where, what)
         elif reward == "number_reward":
-            preflight.check_number_answers(rows, where, what)
-    cannot = preflight.math_reward_warning(tokenizer, model) if reward == "math_reward" else None
+            check_number_answers(rows, where, what)
+    cannot = math_reward_warning(tokenizer, model) if reward == "math_reward" else None
     return warnings + ([cannot] if cannot else [])
 
 
 def is_tool_run(task: Any, ta: ModelTaskArgs) -> bool:
     """An embedded multi-turn tool task played by TRL's tool loop (not with a dataset)."""
-    from stare_rl.tasks import is_tool_task
-
     return task is not None and is_tool_task(task) and ta.dataset is None
 
 
@@ -153,8 +159,6 @@ def _resume_point(grpo: Any) -> tuple[str | None, str | None]:
     """``(checkpoint to resume from or None, note)``. ``last`` in a run directory killed before its first complete
     checkpoint (during the warm start, the initial evaluation or the first steps: ``config.yaml`` there, no
     complete checkpoint, no final model) restarts that run from step 0 (the note says so)."""
-    from stare_rl.io.runlog import MODEL_DIR, RunLayout
-
     resume = grpo.resume_from_checkpoint
     if resume is not None and str(resume).lower() in ("last", "true"):
         layout = RunLayout(Path(grpo.output_dir))
@@ -174,9 +178,6 @@ def _model_for_checks(ta: ModelTaskArgs, task: Any, grpo: Any) -> tuple[Any, Any
     """``(model or None, tokenizer, max positions)``: for ``tiny`` the task's character tokenizer (the model
     is built by the warm start later), else the loaded model."""
     if ta.model == "tiny":
-        from stare_rl.models.tiny import TINY_MAX_POSITIONS
-        from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
-
         return None, build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE), TINY_MAX_POSITIONS
     model, tokenizer = load_model(resolve_model(ta), grpo.model_init_kwargs)
     rows = model.get_input_embeddings().num_embeddings
@@ -187,17 +188,14 @@ def _model_for_checks(ta: ModelTaskArgs, task: Any, grpo: Any) -> tuple[Any, Any
 
 
 def resolve_model(ta: ModelTaskArgs) -> str:
-    """The model dir or id to load: a name of ``stare models list`` is built into the cache on first use."""
-    from stare_rl.models.pretrained import resolve_model as resolve
-
-    return resolve(ta.model, ta.cache_dir, say=lambda line: print(line, flush=True))
+    """The model dir or id to load: a name of ``stare models list`` is built into the cache on first use (its
+    progress lines logged at INFO)."""
+    return resolve_named_model(ta.model, ta.cache_dir, say=logger.info)
 
 
 def load_model(path: str, init_kwargs: dict[str, Any] | None) -> tuple[Any, Any]:
     """Policy and tokenizer from a local dir or the local HF cache; a clear ValueError if that fails."""
     from transformers import AutoModelForCausalLM
-
-    from stare_rl.models.tokenizer import load_tokenizer
 
     if Path(path).suffix.lower() == ".gguf":
         raise ValueError(f"model={path!r} is a GGUF file, not a Hugging Face model dir; for the known ones use a "

@@ -6,6 +6,10 @@
 
 Everything is parsed and validated (config keys, method fields, files, batch arithmetic, data rows) before
 any compute; a bad value is reported as ``stare train: error: ...`` with exit status 2.
+
+Everything a run has to say is logged (this module's logger): the notes and progress lines at INFO, warnings and
+errors at WARNING / ERROR, each a whole line as the user reads it. ``stare`` shows them on stdout / stderr
+(:mod:`stare_rl.commands.console`).
 """
 
 from __future__ import annotations
@@ -15,15 +19,41 @@ import errno
 import json
 import logging
 import os
-import sys
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import torch
+import yaml
+
+from stare_rl.engines.trl.eval import HeldOutEvalCallback
+from stare_rl.engines.trl.rewards import make_reward_func
+from stare_rl.engines.trl.tools import make_tool_reward_func
+from stare_rl.engines.trl.watch import TrainingWatch
+from stare_rl.evaluation import heldout
+from stare_rl.evaluation.tools import evaluate_tool_task
+from stare_rl.io.cache import cache_dir
+from stare_rl.io.runlog import (
+    INITIAL_EVAL_FILE,
+    METRICS_FILE,
+    TRAIN_SUMMARY_FILE,
+    TRAINER_STATE_FILE,
+    CheckpointWriteError,
+    RunLayout,
+    describe_run_dir,
+    write_json_atomic,
+    write_text_atomic,
+)
+from stare_rl.tasks import is_tool_task
+from stare_rl.train.model_card import model_card
 from stare_rl.train.plan import plan_run
 from stare_rl.train.prepare import Prepared, is_tool_run, load_model, prepare
+from stare_rl.train.warmstart import TASK_INFO_FILE, WARMSTART_FILE, warm_start
+
+logger = logging.getLogger(__name__)
 
 
 def main(argv: list[str]) -> int:
@@ -36,27 +66,25 @@ def main(argv: list[str]) -> int:
             return 0
         prepared = prepare(plan)
     except ValueError as err:
-        print(f"stare train: error: {_one_line(err)}", file=sys.stderr)
+        logger.error("stare train: error: %s", _one_line(err))
         return 2
     for line in prepared.notes:
-        print(line, flush=True)
+        logger.info(line)
     for line in prepared.warnings:
-        print(f"stare train: warning: {line}", file=sys.stderr, flush=True)
-    from stare_rl.io.runlog import CheckpointWriteError, describe_run_dir
-
+        logger.warning("stare train: warning: %s", line)
     try:
         run_dir, stopped = execute(prepared)
     except CheckpointWriteError as err:  # disk full / quota / read-only while checkpointing
-        print(f"stare train: error: {err}", file=sys.stderr)
+        logger.error("stare train: error: %s", err)
         return 1
     except OSError as err:
         if err.errno not in DISK_ERRNOS:
             raise
-        print(f"stare train: error: {_disk_error(err, prepared.plan.grpo.output_dir)}", file=sys.stderr)
+        logger.error("stare train: error: %s", _disk_error(err, prepared.plan.grpo.output_dir))
         return 1
-    print(describe_run_dir(run_dir))
+    logger.info(describe_run_dir(run_dir))
     if stopped:
-        print(f"stare train: error: {stopped}", file=sys.stderr)
+        logger.error("stare train: error: %s", stopped)
         return 1
     return 0
 
@@ -66,8 +94,6 @@ DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)  # the disk, 
 
 def _disk_error(err: OSError, output_dir: str) -> str:
     """One line for a write the disk refused outside a checkpoint (metrics, model, evaluation, warm start)."""
-    from stare_rl.io.runlog import RunLayout
-
     what = f"could not write {err.filename}" if err.filename else "a write failed"
     last = RunLayout(Path(output_dir)).last_checkpoint()
     then = (f"the last complete checkpoint {last} is intact: free space, then re-run with "
@@ -80,10 +106,6 @@ def _one_line(err: Exception) -> str:
 
 
 def _write_config(path: Path, explicit: dict[str, Any]) -> None:
-    import yaml
-
-    from stare_rl.io.runlog import write_text_atomic
-
     header = "# Resolved configuration of this run; re-run with: stare train --config config.yaml\n"
     plain = {k: v.value if isinstance(v, Enum) else v for k, v in explicit.items()}  # e.g. save_strategy "no"
     write_text_atomic(path, header + yaml.safe_dump(plain, sort_keys=True))
@@ -97,8 +119,6 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
     """
     import datasets
     from transformers.utils import logging as hf_logging
-
-    from stare_rl.io.runlog import METRICS_FILE, TRAIN_SUMMARY_FILE, RunLayout
 
     hf_logging.set_verbosity_warning()
     datasets.disable_progress_bars()  # TRL's dataset map bars: one bar per phase is enough
@@ -114,18 +134,15 @@ def execute(prep: Prepared) -> tuple[Path, str | None]:
     model, tokenizer = prep.model, prep.tokenizer
     with torch_threads(ta.torch_threads):
         if ta.model == "tiny":
-            from stare_rl.io.cache import cache_dir
-            from stare_rl.train.warmstart import warm_start
-
             cache = cache_dir(ta.cache_dir)
-            print(f"warm start: tiny model on {ta.task} (cached in {cache})", flush=True)
+            logger.info("warm start: tiny model on %s (cached in %s)", ta.task, cache)
             ws = plan.warmstart
             path = warm_start(ta.task, cache, seed=ws.warmstart_seed,
                               config=ws.warmstart_config())
-            print(f"warm start: {path}", flush=True)
+            logger.info("warm start: %s", path)
             unlearned = warmstart_warning(path)
             if unlearned:
-                print(f"stare train: warning: {unlearned}", file=sys.stderr, flush=True)
+                logger.warning("stare train: warning: %s", unlearned)
             model, tokenizer = load_model(str(path), grpo.model_init_kwargs)
         stopped = _train_and_evaluate(prep, model, tokenizer, layout)
     return layout.root, stopped
@@ -136,8 +153,6 @@ def torch_threads(n: int | None) -> Iterator[None]:
     """Run the block on ``n`` torch threads (None: torch's current setting), restoring the count afterwards.
     The warm start, GRPO and evaluation all run under it, so a cached warm start gets the same bits whichever
     command trained it."""
-    import torch
-
     before = torch.get_num_threads()
     torch.set_num_threads(n or before)
     try:
@@ -147,23 +162,18 @@ def torch_threads(n: int | None) -> Iterator[None]:
 
 
 def _evaluate(prep: Prepared, model: Any, tokenizer: Any, out: Path, label: str) -> dict[str, Any]:
-    from stare_rl.evaluation.heldout import evaluate
-    from stare_rl.io.runlog import write_json_atomic
-
     ta, grpo = prep.plan.task_args, prep.plan.grpo
     if is_tool_run(prep.task, ta):  # multi-turn episodes with the task's tools
-        from stare_rl.evaluation.tools import evaluate_tool_task
-
         result = evaluate_tool_task(model, tokenizer, prep.task, prep.eval_rows, k=ta.eval_k,
                                     temperature=grpo.temperature, max_completion_length=grpo.max_completion_length,
                                     max_tool_calls=grpo.max_tool_calling_iterations, seed=grpo.seed)
     else:
-        result = evaluate(model, tokenizer, prep.eval_rows, prep.reward_fn, k=ta.eval_k,
-                          temperature=grpo.temperature, top_p=grpo.top_p, max_new_tokens=grpo.max_completion_length,
-                          seed=grpo.seed)
+        result = heldout.evaluate(model, tokenizer, prep.eval_rows, prep.reward_fn, k=ta.eval_k,
+                                  temperature=grpo.temperature, top_p=grpo.top_p,
+                                  max_new_tokens=grpo.max_completion_length, seed=grpo.seed)
     write_json_atomic(out, result)
     shown = {k: v for k, v in result.items() if isinstance(v, int | float) and not k.startswith("reflection/")}
-    print(f"{label}: " + json.dumps(shown), flush=True)
+    logger.info("%s: %s", label, json.dumps(shown))
     return result
 
 
@@ -171,18 +181,12 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
     """GRPO with the method, save the final model, evaluate it on the held-out rows; the early-stop reason."""
     from datasets import Dataset
 
-    from stare_rl.engines.trl.rewards import make_reward_func
-    from stare_rl.engines.trl.trainer import StareGRPOTrainer
-    from stare_rl.engines.trl.watch import TrainingWatch
-    from stare_rl.io.runlog import INITIAL_EVAL_FILE, write_text_atomic
-    from stare_rl.train.model_card import model_card
+    from stare_rl.engines.trl.trainer import StareGRPOTrainer  # imports TRL: only a run needs it
 
     plan, ta, grpo = prep.plan, prep.plan.task_args, prep.plan.grpo
     watch = TrainingWatch(patience=ta.warn_after_steps,
                           reward_note=next((n for n in prep.notes if n.startswith("reward:")), ""))
     if is_tool_run(prep.task, ta):  # TRL's own multi-turn tool loop plays the episodes (engines/trl/tools.py)
-        from stare_rl.engines.trl.tools import make_tool_reward_func
-
         reward_func, extra = make_tool_reward_func(prep.reward_fn, ta.reward_timeout_s), {"tools": list(prep.task.tools)}
     else:
         reward_func, extra = make_reward_func(prep.reward_fn, ta.reward_timeout_s), {}
@@ -200,14 +204,14 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         before = _evaluate(prep, trainer.model, tokenizer, before_path, "held-out evaluation before training")
         silent = zero_start_warning(before, ta.eval_k, watch.reward_note)
         if silent:
-            print(f"stare train: warning: {silent}", file=sys.stderr, flush=True)
+            logger.warning("stare train: warning: %s", silent)
     elif before_path.is_file():  # resumed: the interrupted run measured the start
         before = json.loads(before_path.read_text())
     if _finished(prep.resume, grpo.max_steps):  # killed after its last step (e.g. in the final evaluation)
-        print(f"training: {prep.resume} is the last step; saving and evaluating it", flush=True)
+        logger.info("training: %s is the last step; saving and evaluating it", prep.resume)
         trainer.model.load_state_dict(load_model(prep.resume, grpo.model_init_kwargs)[0].state_dict())
     else:
-        print(f"training: method={grpo.method}, run dir {layout.root}", flush=True)
+        logger.info("training: method=%s, run dir %s", grpo.method, layout.root)
         with _quiet_tied_weight_warning(trainer.model):
             trainer.train(resume_from_checkpoint=prep.resume)
     if watch.stopped:
@@ -227,8 +231,6 @@ WARMSTART_LEARNED_GREEDY = 0.1  # held-out greedy accuracy below this: the warm 
 def warmstart_warning(path: Path) -> str | None:
     """A plain warning when the cached warm start at ``path`` ended without learning its task (held-out greedy
     accuracy below :data:`WARMSTART_LEARNED_GREEDY`): GRPO on it has almost no correct sample to reinforce."""
-    from stare_rl.train.warmstart import WARMSTART_FILE
-
     info_path = Path(path) / WARMSTART_FILE
     info = json.loads(info_path.read_text()) if info_path.is_file() else {}
     final = info.get("final") or {}
@@ -254,17 +256,11 @@ def _save_final_model(trainer: Any, tokenizer: Any, task: Any, final: Path) -> N
     """Save the policy (+ tokenizer, + ``stare_task.json`` so that ``stare eval --model run/model`` finds the task)
     into ``.model.partial`` and rename it to ``final``: a kill while saving never leaves a half-written ``model/``
     (the re-run with ``--resume_from_checkpoint last`` saves it again)."""
-    import shutil
-
-    from stare_rl.io.runlog import write_json_atomic
-
     partial = final.with_name(f".{final.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     trainer.save_model(str(partial))
     tokenizer.save_pretrained(str(partial))
     if task is not None:
-        from stare_rl.train.warmstart import TASK_INFO_FILE
-
         write_json_atomic(partial / TASK_INFO_FILE, {"task": task.name, "task_kwargs": task.settings()})
     if final.exists():
         shutil.rmtree(final)
@@ -278,8 +274,6 @@ def _finished(checkpoint: str | None, max_steps: int) -> bool:
 
 def _checkpoint_step(checkpoint: str | None) -> int:
     """The global step saved in ``checkpoint`` (0 for None)."""
-    from stare_rl.io.runlog import TRAINER_STATE_FILE
-
     if checkpoint is None:
         return 0
     return int(json.loads((Path(checkpoint) / TRAINER_STATE_FILE).read_text()).get("global_step", 0))
@@ -319,16 +313,13 @@ def _curve_callbacks(prep: Prepared, tokenizer: Any) -> list[Any]:
     ta, grpo = prep.plan.task_args, prep.plan.grpo
     if not ta.eval_every:
         return []
-    from stare_rl.tasks import is_tool_task
-
     if prep.task is not None and is_tool_task(prep.task) and ta.dataset is None:
-        print("held-out curve: eval_every is not supported for tool-use tasks yet; no curve", flush=True)
+        logger.info("held-out curve: eval_every is not supported for tool-use tasks yet; no curve")
         return []
-    from stare_rl.engines.trl.eval import HeldOutEvalCallback
 
     def show(step: int, m: dict[str, float]) -> None:
         shown = ", ".join(f"{k[5:]} {v:.3f}" for k, v in m.items() if k.startswith(("eval/pass@", "eval/greedy")))
-        print(f"held-out curve, step {step}: {shown}", flush=True)
+        logger.info("held-out curve, step %d: %s", step, shown)
 
     return [HeldOutEvalCallback(tokenizer, prep.eval_rows[: ta.eval_prompts], prep.reward_fn, every=ta.eval_every,
                                 n=ta.eval_samples, temperature=grpo.temperature, top_p=grpo.top_p,
