@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stare_rl.train.checks import (
-    check_numbers,
-    check_output_dir,
+from stare_rl.train.argv import (
     coerce_config_values,
     join_negative_values,
     owners_of_field,
     raise_instead_of_exit,
 )
+from stare_rl.train.checks import check_numbers, check_output_dir
 from stare_rl.train.config import (
     DEFAULT_CONFIG,
     ModelTaskArgs,
