@@ -125,10 +125,10 @@ def test_bad_spellings_name_the_field_and_the_value(method: str, value: object) 
         make_config(method, target_entropy=value)
 
 
-def test_adaptive_bonus_names_its_own_field() -> None:
-    with pytest.raises(ValueError, match="bonus_target_entropy='half' must be"):
+def test_adaptive_bonus_names_the_one_target_field() -> None:
+    with pytest.raises(ValueError, match="target_entropy='half' must be"):
         AdaptiveEntropyCoef(target_entropy="half")
-    with pytest.raises(ValueError, match="bonus_target_entropy='-2x'"):
+    with pytest.raises(ValueError, match="target_entropy='-2x'"):
         AdaptiveEntropyCoef(target_entropy="-2x")
 
 

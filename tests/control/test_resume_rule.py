@@ -141,7 +141,7 @@ def test_adaptive_entropy_hand_built_state() -> None:
     state = {"target_entropy": 0.5, "step": 5e-4, "coef_min": 0.0, "coef_max": 0.01, "init": 0.001, "coef": 0.004}
     ctrl.load_state_dict(state)
     assert ctrl.coef == 0.004
-    with pytest.raises(ValueError, match=r"bonus_target_entropy: saved 0\.3, requested 0\.5"):
+    with pytest.raises(ValueError, match=r"target_entropy: saved 0\.3, requested 0\.5"):
         ctrl.load_state_dict({**state, "target_entropy": 0.3})
     ctrl.load_state_dict({k: v for k, v in state.items() if k != "init"})  # older checkpoints: no "init"
 

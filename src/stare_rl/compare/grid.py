@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from stare_rl.control.target import parse_target
+from stare_rl.core.legacy import current_settings
 from stare_rl.core.metrics import MEAN_WEIGHT
 from stare_rl.core.registry import declared_metrics
 from stare_rl.io.runlog import RunLayout, write_json_atomic, write_text_atomic
@@ -47,13 +48,19 @@ LABEL_FILE = "run_config.json"  # read first by stare report: labels the run wit
 CELL_CONFIG = "cell.yaml"
 
 
-def _holds_target(train_method: Any) -> bool:
+def _method_holds_target(train_method: Any) -> bool:
     """Whether a ``stare train`` method holds an entropy target: its config has a ``target_entropy`` field."""
     from stare_rl.core.registry import get_method, list_methods
 
     if train_method not in list_methods():
         return False
     return "target_entropy" in {f.name for f in dataclasses.fields(get_method(train_method).config_cls)}
+
+
+def _holds_target(cell: Mapping[str, Any]) -> bool:
+    """Whether a cell holds an entropy target: its method does, or its entropy bonus is adaptive
+    (``target_entropy`` is the target of both)."""
+    return cell.get("entropy_bonus") == "adaptive" or _method_holds_target(cell.get("method"))
 
 
 _TOP_KEYS = {"out", "seeds", "parallel", "target_entropy", "band", "base", "methods", "smoke", "frontier"}
@@ -82,7 +89,7 @@ class Grid:
     def cell_config(self, method: str) -> dict[str, Any]:
         """``stare train`` fields of one method's cells (without seed and output_dir)."""
         cfg = {**self.base, **self.methods[method]}
-        if self.target_entropy is not None and _holds_target(cfg.get("method")):
+        if self.target_entropy is not None and _holds_target(cfg):
             cfg.setdefault("target_entropy", self.target_entropy)
         return cfg
 
@@ -127,7 +134,7 @@ def parse_grid(data: Any, where: str = "<grid>", smoke: bool = False) -> Grid:
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         raise _fail(where, f"unknown key(s) {unknown}; known keys: {sorted(_TOP_KEYS)}")
-    base = _mapping(data.get("base"), "base", where)
+    base = current_settings(_mapping(data.get("base"), "base", where), f"{where}: base")
     raw_methods = _mapping(data.get("methods"), "methods", where)
     if not raw_methods:
         raise _fail(where, "methods is empty: name at least one method (name: {field: value, ...})")
@@ -135,7 +142,7 @@ def parse_grid(data: Any, where: str = "<grid>", smoke: bool = False) -> Grid:
     for name, overrides in raw_methods.items():
         if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
             raise _fail(where, f"method name {name!r} must be letters, digits, '_' or '-'")
-        overrides = _mapping(overrides, f"methods.{name}", where)
+        overrides = current_settings(_mapping(overrides, f"methods.{name}", where), f"{where}: methods.{name}")
         descriptions[name] = str(overrides.pop("description", ""))
         methods[name] = overrides
     for section, mapping in [("base", base), *((f"methods.{n}", o) for n, o in methods.items())]:
@@ -148,7 +155,7 @@ def parse_grid(data: Any, where: str = "<grid>", smoke: bool = False) -> Grid:
         bad = sorted(set(sm) - _SMOKE_KEYS)
         if bad:
             raise _fail(where, f"smoke has unknown key(s) {bad}; known: {sorted(_SMOKE_KEYS)}")
-        base = {**base, **_mapping(sm.get("base"), "smoke.base", where)}
+        base = {**base, **current_settings(_mapping(sm.get("base"), "smoke.base", where), f"{where}: smoke.base")}
         if "methods" in sm:
             methods = {n: methods[n] for n in _names(sm["methods"], methods, where, "smoke.methods")}
         if "seeds" in sm:
@@ -392,7 +399,7 @@ def _targets(methods: list[dict[str, Any]], base: Mapping[str, Any] | None, base
         out[f"{baseline}_final_entropy_below_30pct_of_start"] = None if ratio is None else ratio < 0.3
         out[f"{baseline}_entropy_ratio"] = ratio
     for m in methods:
-        if not _holds_target(m["train_method"]):
+        if not _method_holds_target(m["train_method"]):
             continue
         d = m.get("vs_" + baseline) or {}
         after = _mean(m, "in_band_after_cross")

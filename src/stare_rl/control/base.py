@@ -142,7 +142,7 @@ class AdaptiveEntropyCoef:
     """
 
     settings: ClassVar[Mapping[str, str]] = {  # state key -> the stare train field (engines/trl/options.py)
-        "target_entropy": "bonus_target_entropy", "step": "bonus_step", "coef_min": "bonus_coef_min",
+        "target_entropy": "target_entropy", "step": "bonus_step", "coef_min": "bonus_coef_min",
         "coef_max": "bonus_coef_max", "init": "bonus_coef",
     }
     _DYNAMIC = ("coef",)
@@ -155,7 +155,7 @@ class AdaptiveEntropyCoef:
         coef_max: float = 0.01,
         init: float = 0.001,
     ) -> None:
-        self.target = EntropyTarget(target_entropy, "bonus_target_entropy")
+        self.target = EntropyTarget(target_entropy)
         _check_non_negative("step", step)
         if not (0.0 <= coef_min <= coef_max and math.isfinite(coef_max)):
             raise ValueError(

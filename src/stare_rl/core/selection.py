@@ -20,6 +20,9 @@ _CEIL_EPS = 0.999999
 # the loss, i.e. per micro-batch and rank, the reference behaviour. global: over the whole step batch, all
 # micro-batches and ranks (the engines compute it once per step through StepController).
 SELECTION_SCOPES = ("micro_batch", "batch", "global")
+# The one difference of default between the engines, said in every selection_scope field's help.
+SCOPE_DEFAULT_NOTE = (" Default batch (the reference's) here and under TRL; under verl the policy_loss field defaults "
+                      "to global (the whole step batch: verl splits it into micro-batches and ranks, docs/verl.md).")
 
 
 def topk_count(ratio: float, count: int, rounding: str = "ceil") -> int:

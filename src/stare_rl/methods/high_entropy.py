@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 
 from stare_rl.core.registry import GlobalStats, register_method
-from stare_rl.core.selection import SELECTION_SCOPES, topk_count
+from stare_rl.core.selection import SCOPE_DEFAULT_NOTE, SELECTION_SCOPES, topk_count
 from stare_rl.core.surrogate import SurrogateConfig, clipped_surrogate
 from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
@@ -36,6 +36,7 @@ class HighEntropyConfig:
             "help": "micro_batch (alias batch): the threshold over the batch handed to the loss (per micro-batch). "
             "global: the engine "
             "gathers the entropies of the whole global batch and passes entropy_threshold through LossContext."
+            + SCOPE_DEFAULT_NOTE
         },
     )
 

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 import torch
 
 from stare_rl.core.registry import GlobalStats, register_method
-from stare_rl.core.selection import SELECTION_SCOPES, kth_largest, select_at_least, topk_count, topk_mask
+from stare_rl.core.selection import (
+    SCOPE_DEFAULT_NOTE,
+    SELECTION_SCOPES,
+    kth_largest,
+    select_at_least,
+    topk_count,
+    topk_mask,
+)
 from stare_rl.core.surrogate import LOG_RATIO_CLAMP, SurrogateConfig
 from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 
@@ -43,6 +50,7 @@ class KLCovConfig:
             "help": "micro_batch (alias batch): means and top-k over the batch handed to the loss (reference). "
             "global: the engine "
             "passes the global means and covariance threshold through LossContext (kl_cov_global_stats)."
+            + SCOPE_DEFAULT_NOTE
         },
     )
 

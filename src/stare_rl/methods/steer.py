@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from stare_rl.core.registry import GlobalStats, register_method
-from stare_rl.core.selection import SELECTION_SCOPES, count_true
+from stare_rl.core.selection import SCOPE_DEFAULT_NOTE, SELECTION_SCOPES, count_true
 from stare_rl.core.surrogate import SurrogateConfig, clipped_surrogate, token_signs
 from stare_rl.core.tokens import steer_omega_abs
 from stare_rl.core.types import LossContext, LossOutput, TokenBatch
@@ -52,6 +52,7 @@ class SteerConfig:
             "help": "micro_batch (alias batch): max/min |Omega| over the batch handed to the loss (reference). "
             "global: the engine "
             "gathers |Omega| of the whole global batch and passes omega_max/omega_min through LossContext."
+            + SCOPE_DEFAULT_NOTE
         },
     )
 

@@ -18,6 +18,7 @@ from typing import Any, get_type_hints
 
 import yaml
 
+from stare_rl.core.legacy import current_settings
 from stare_rl.train.warmstart import WarmStartConfig
 
 DEFAULT_CONFIG = "default.yaml"  # the base of a run on the tiny model (the embedded offline default)
@@ -228,7 +229,7 @@ def load_yaml_config(path: str | None, base: str = DEFAULT_CONFIG) -> dict[str, 
     nested = sorted(k for k, v in data.items() if isinstance(v, dict) and k not in DICT_FIELDS)
     if nested:
         raise ValueError(f"config={where!r}: fields must be flat (field: value); nested sections {nested}")
-    return data
+    return current_settings(data, f"config={where!r}")  # old setting names (a run's config.yaml) read as today's
 
 
 # GRPOConfig fields whose value is itself a mapping.

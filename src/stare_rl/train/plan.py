@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stare_rl.core.legacy import current_flags
 from stare_rl.train.argv import (
     coerce_config_values,
     join_negative_values,
@@ -99,6 +100,7 @@ def build_parser(method: str) -> Any:
 
     from stare_rl.core.registry import get_method
     from stare_rl.engines.trl.config import SUPERSEDED_FIELDS, StareGRPOConfig, field_default
+    from stare_rl.engines.trl.options import TARGET_FIELD
 
     spec = get_method(method)
     parser = HfArgumentParser(
@@ -118,6 +120,9 @@ def build_parser(method: str) -> Any:
     for action in parser._actions:
         if action.dest in SUPERSEDED_FIELDS:
             action.help = f"[not used by stare-rl; use {SUPERSEDED_FIELDS[action.dest][1]}] " + (action.help or "")
+        elif action.dest == TARGET_FIELD and action.dest in own:  # also the adaptive bonus's: default None (step options)
+            action.help = f"{own[action.dest].metadata.get('help')} Also the adaptive entropy bonus's target. " \
+                          f"Unset: {field_default(own[action.dest])!r} ({method}'s default), for the bonus too."
         elif action.dest in own:  # the chosen method's field: its own help and default
             action.help, action.default = own[action.dest].metadata.get("help"), field_default(own[action.dest])
         elif action.dest in foreign:
@@ -132,11 +137,13 @@ def build_parser(method: str) -> Any:
 
 
 def _foreign_fields(method: str) -> set[str]:
-    """StareGRPOConfig's method fields that ``method`` does not have (refused by name, see _check_keys)."""
+    """StareGRPOConfig's method fields that ``method`` does not have (refused by name, see _check_keys), less the
+    names the step options share (``target_entropy``: also the adaptive bonus's)."""
     from stare_rl.core.registry import get_method
-    from stare_rl.engines.trl.config import method_field_owners
+    from stare_rl.engines.trl.config import OPTION_FIELDS, method_field_owners
 
-    return set(method_field_owners()) - {f.name for f in dataclasses.fields(get_method(method).config_cls)}
+    own = {f.name for f in dataclasses.fields(get_method(method).config_cls)}
+    return set(method_field_owners()) - own - set(OPTION_FIELDS)
 
 
 def _known_fields(parser: Any, foreign: set[str]) -> set[str]:
@@ -234,7 +241,7 @@ def _plain(value: Any) -> Any:
 
 def plan_run(argv: list[str]) -> Plan | None:
     """Parse and validate ``argv`` (``None`` after printing --help). Raises ValueError on bad input."""
-    argv = join_negative_values(list(argv))
+    argv = current_flags(join_negative_values(list(argv)))  # old setting names (--bonus_target_entropy) as today's
     pre = _pre_parse(argv)
     config, task, rest = pre.config, pre.task, pre.rest
     base, origin, base_note, base_name = _layered_config(config, pre.config_base, task, pre.model)

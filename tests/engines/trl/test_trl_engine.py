@@ -452,7 +452,7 @@ def test_the_repeat_check_finds_a_repeated_value() -> None:
     ("stare", {"variant": "C2", "weight_control": "auto", "target_entropy": "0.7x"}, {}),
     ("stare_sensitivity", {"weight_control": "paper", "target_entropy": 100.0}, {}),
     ("entropic", {"target_entropy": "0.7x"}, {}),
-    ("vanilla", {}, {"entropy_bonus": "adaptive", "bonus_target_entropy": "0.7x"}),
+    ("vanilla", {}, {"entropy_bonus": "adaptive", "target_entropy": "0.7x"}),
 ])
 def test_each_value_is_logged_once(tmp_path: Path, method: str, method_kwargs: dict[str, Any],
                                    method_args: dict[str, Any]) -> None:

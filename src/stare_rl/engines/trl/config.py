@@ -20,7 +20,7 @@ from trl import GRPOConfig
 from stare_rl.control.setup import LossSetup
 from stare_rl.core.registry import BASELINE_METHOD, get_method, list_methods
 from stare_rl.core.surrogate import SurrogateConfig
-from stare_rl.engines.trl.options import StepOptions
+from stare_rl.engines.trl.options import TARGET_FIELD, StepOptions
 
 # GRPOConfig fields that stare-rl replaces: field -> (TRL default, what to use instead).
 SUPERSEDED_FIELDS: dict[str, tuple[Any, str]] = {
@@ -63,9 +63,12 @@ def field_default(f: dataclasses.Field) -> Any:
 
 def _generated_method_fields() -> list[tuple[str, Any, dataclasses.Field]]:
     """One optional field per name in any registered method's config: default ``None`` (= the chosen method's
-    own default), help from the method configs' metadata with each method's default."""
+    own default), help from the method configs' metadata with each method's default. A name the step options
+    define too (``target_entropy``: the method's and the adaptive bonus's target) is the step options' field."""
     out = []
     for name, methods in method_field_owners().items():
+        if name in OPTION_FIELDS:
+            continue
         parts: dict[str, list[str]] = {}  # help text -> ["method: default", ...]
         hint = None
         for method in methods:
@@ -120,7 +123,8 @@ class StareGRPOConfig(GRPOConfig):
         advantage_estimator (`str`, defaults to `"grpo"`), dynamic_sampling (`bool`, defaults to `False`),
         dynamic_sampling_mode (`"refill"` or `"mask"`), max_num_gen_batches (`int`, defaults to `10`),
         refill_batch_multiplier (`int`, defaults to `1`), entropy_bonus (`"off"`, `"fixed"` or `"adaptive"`),
-        bonus_coef, bonus_target_entropy, bonus_step, bonus_coef_min, bonus_coef_max (`float`, *optional*),
+        bonus_coef, bonus_step, bonus_coef_min, bonus_coef_max (`float`, *optional*), target_entropy (the
+        target of the method and of the adaptive bonus, whichever holds one),
         quadrant_metrics (`bool`, defaults to `True`): see each field's help.
 
         > stare-rl: the clipped surrogate (replaces `epsilon`, `epsilon_high`, `delta`, `loss_type`)
@@ -162,10 +166,13 @@ class StareGRPOConfig(GRPOConfig):
         own = {f.name for f in dataclasses.fields(spec.config_cls)}
         for name, owners in method_field_owners().items():
             value = getattr(self, name, None)  # None also for a method registered after this class was built
+            if name == TARGET_FIELD and self.entropy_bonus == "adaptive":
+                continue  # the adaptive bonus's target, whatever the method
             if name not in own and value is not None:
                 others = f" (and {', '.join(owners[1:])})" if len(owners) > 1 else ""
+                bonus = " or entropy_bonus='adaptive' (its target)" if name == TARGET_FIELD else ""
                 raise ValueError(f"{name}={value!r} belongs to method {owners[0]}{others}, not to "
-                                 f"method={self.method!r}; set method={owners[0]!r} or leave {name} unset")
+                                 f"method={self.method!r}; set method={owners[0]!r}{bonus} or leave {name} unset")
         return spec.config_cls(**{n: getattr(self, n) for n in own if getattr(self, n, None) is not None})
 
     def step_options(self) -> StepOptions:

@@ -12,6 +12,7 @@ from stare_rl.core.entropy_bonus import EntropyBonusConfig
 from stare_rl.core.surrogate import SurrogateConfig
 
 BONUS_MODES = ("off", "fixed", "adaptive")
+TARGET_FIELD = "target_entropy"  # one name for the entropy target: the method's and the adaptive bonus's
 DYNAMIC_SAMPLING_MODES = ("refill", "mask")
 
 
@@ -49,10 +50,13 @@ class StepOptions:
     bonus_coef: float | None = field(
         default=None, metadata={"help": "Fixed bonus coefficient, or the adaptive controller's initial value."}
     )
-    bonus_target_entropy: float | str | None = field(
+    target_entropy: float | str | None = field(
         default=None,
-        metadata={"help": "Adaptive bonus: target token-mean entropy (the coefficient grows below it). A number >= 0, "
-                  "or '<r>x' (e.g. '0.5x'): r times the entropy of the first step batch, resolved once and saved."},
+        metadata={"help": "The target token-mean entropy of whichever mechanism holds one: the method's (STARE's gate "
+                  "and W/M schedule, weight_control auto, EntroPIC, Entrocraft, ...) and the adaptive entropy bonus "
+                  "(its coefficient grows below the target); one target for both when both are on. A number >= 0, "
+                  "or '<r>x' (e.g. '0.5x'): r times the entropy of the first step batch, resolved once and saved. "
+                  "Unset: the method's default, for the bonus too (the bonus's own 0.3 when the method holds none)."},
     )
     bonus_step: float | None = field(default=None, metadata={"help": "Adaptive bonus: coefficient step per batch."})
     bonus_coef_min: float | None = field(default=None, metadata={"help": "Adaptive bonus: lower bound."})
@@ -91,7 +95,12 @@ class StepOptions:
         if self.entropy_bonus == "fixed":
             bonus = EntropyBonusConfig() if self.bonus_coef is None else EntropyBonusConfig(coef=self.bonus_coef)
         elif self.entropy_bonus == "adaptive":
-            adaptive = self._given("bonus_", ("target_entropy", "step", "coef_min", "coef_max"))
+            adaptive = self._given("bonus_", ("step", "coef_min", "coef_max"))
+            # one target for every holder: unset, the bonus takes the method's (its own 0.3 if the method has none)
+            target = self.target_entropy if self.target_entropy is not None else getattr(method_config, TARGET_FIELD,
+                                                                                           None)
+            if target is not None:
+                adaptive[TARGET_FIELD] = target
             if self.bonus_coef is not None:
                 adaptive["init"] = self.bonus_coef
             AdaptiveEntropyCoef(**adaptive)  # validates
@@ -110,4 +119,4 @@ class StepOptions:
         )
 
 
-__all__ = ["BONUS_MODES", "DYNAMIC_SAMPLING_MODES", "StepOptions"]
+__all__ = ["BONUS_MODES", "DYNAMIC_SAMPLING_MODES", "TARGET_FIELD", "StepOptions"]

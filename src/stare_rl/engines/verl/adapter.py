@@ -92,8 +92,13 @@ def step_state(state: StepState) -> Iterator[None]:
 # ----------------------------------------------------------------------------- config translation
 
 
-def verl_field_name(method: str, field_name: str, base_fields: set[str]) -> str:
-    """``policy_loss`` field of a core config field: verl's own name if verl has it, else ``<method>_<field>``."""
+def verl_field_name(method: str, field_name: str, base_fields: set[str] | None = None) -> str:
+    """``policy_loss`` field of a core config field: verl's own name if verl has it, else ``<method>_<field>``.
+
+    The one owner of the mapping: verl's ``policy_loss`` block is flat and shared by every loss mode, so a field two
+    methods share (``target_entropy``) needs the method in its name there; nothing else spells that prefix.
+    ``base_fields``: verl's own ``PolicyLossConfig`` field names (None: read from verl)."""
+    base_fields = _base_fields() if base_fields is None else base_fields
     if field_name in base_fields or field_name.startswith(f"{method}_"):
         return field_name
     return f"{method}_{field_name}"
@@ -116,7 +121,9 @@ def _verl_default(f: dataclasses.Field) -> Any:
 def _adapter_fields() -> list[tuple[str, type, dataclasses.Field]]:
     return [
         ("stare_gate", str, dataclasses.field(default="auto", metadata={"help": (
-            "Gated methods (STARE's gate). auto: the exact gate when run through stare_rl.engines.verl.main, else "
+            "An adapter setting, not a method field: how verl measures the entropy of STARE's §4.3 gate, for every "
+            "method that gates on it (stare and stare_sensitivity; weight_control auto has no hard gate to set). "
+            "auto: the exact gate when run through stare_rl.engines.verl.main, else "
             "the surprisal estimate. surprisal: token-mean of -old_log_prob over the micro-batch (all DP ranks), "
             "an unbiased estimate of the token-mean entropy, even under the entry point. exact: require the entry "
             "point (batch entropy measured once per step).")})),

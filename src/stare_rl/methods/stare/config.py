@@ -12,7 +12,7 @@ from stare_rl.control.base import Controller
 from stare_rl.control.target import canonical_target
 from stare_rl.core.metrics import control_metric, mask_fraction_metric, selection_share_metric
 from stare_rl.core.registry import MetricSpec
-from stare_rl.core.selection import SELECTION_SCOPES
+from stare_rl.core.selection import SCOPE_DEFAULT_NOTE, SELECTION_SCOPES
 from stare_rl.methods.stare.auto import AUTO, AutoWeightConfig, AutoWeightController
 from stare_rl.methods.stare.gate import GATE, StareGate, StareWeightSchedule
 
@@ -86,6 +86,7 @@ class StareConfig(StareControlFields):
             "help": "micro_batch (alias batch): select inside the batch handed to the loss (reference). "
             "global: the engine gathers "
             "surprisals of the whole global batch and passes thresholds through LossContext."
+            + SCOPE_DEFAULT_NOTE
         },
     )
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from stare_rl.core.registry import BASELINE_METHOD
+from stare_rl.engines.verl.adapter import verl_field_name
 from stare_rl.engines.verl.cpu import PLATFORM_ENV, PLATFORM_NAME, ROLLOUT_NAME
 
 DATA_SOURCE = "stare_rl/arithmetic"
@@ -174,7 +175,7 @@ def run_info(cfg: Any, recipe: str, module: str) -> dict[str, Any]:
     """What ``stare report`` reads from ``run_config.json``: the method (loss mode) and the target entropy."""
     policy_loss = cfg.actor_rollout_ref.actor.policy_loss
     method = str(policy_loss.get("loss_mode", BASELINE_METHOD)).removeprefix("stare_rl.")
-    target = policy_loss.get(f"{method}_target_entropy", None)  # the method's own field (ours: <method>_<field>)
+    target = policy_loss.get(verl_field_name(method, "target_entropy"), None)  # the method's own field
     return {"engine": "verl", "recipe": recipe, "entry_point": module, "method": method,
             "target_entropy": target, "seed": cfg.data.get("seed", None)}
 
