@@ -20,6 +20,8 @@ from verl.trainer.ppo.core_algos import get_policy_loss_fn  # noqa: E402
 from verl.workers.config import FSDPActorConfig, PolicyLossConfig  # noqa: E402
 
 from stare_rl import aggregate, compute_loss, list_methods  # noqa: E402
+from stare_rl.control.base import StepObservation  # noqa: E402
+from stare_rl.control.step import StepController  # noqa: E402
 from stare_rl.core.types import LossContext, TokenBatch  # noqa: E402
 from stare_rl.engines.verl import adapter as V  # noqa: E402
 from stare_rl.methods.stare.gate import GATE, StareGate, StareWeightSchedule  # noqa: E402
@@ -236,30 +238,38 @@ def test_exact_gate_required_and_entropy_error_are_clear() -> None:
         call("steer", data, actor_config())  # plugin-only: verl hands a policy loss no old entropy
 
 
-def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
+def exact_inputs(data: dict[str, torch.Tensor], state: dict | None, prompt_len: int = 2) -> tuple[Any, Any]:
+    """(verl's update batch as a TensorDict of nested tensors with the step state, and a function that lays a
+    ``(B, T)`` tensor out as verl's model output: unpadded full sequences shifted by one)."""
     from tensordict import TensorDict
     from verl.utils import tensordict_utils as tu
 
-    data = make_batch(seed=6, b=4, t=5)
     lengths = data["response_mask"].sum(-1)
+    b = len(lengths)
 
     def nested(x: torch.Tensor) -> torch.Tensor:
         return torch.nested.as_nested_tensor([x[i, : int(n)] for i, n in enumerate(lengths)], layout=torch.jagged)
 
-    prompt_len = 2
     td = TensorDict({"response_mask": nested(data["response_mask"].long()), "old_log_probs": nested(data["old_log_prob"]),
                      "advantages": nested(data["advantages"]), "responses": nested(data["response_mask"].long()),
                      "entropy": nested(data["old_entropy"]),  # stored by verl's _compute_old_log_prob
-                     "prompts": torch.nested.as_nested_tensor([torch.ones(prompt_len, dtype=torch.long)] * 4,
+                     "prompts": torch.nested.as_nested_tensor([torch.ones(prompt_len, dtype=torch.long)] * b,
                                                              layout=torch.jagged)},
-                    batch_size=[4])
-    tu.assign_non_tensor(td, dp_size=1, batch_num_tokens=None, global_batch_size=None,
-                         **{V.STATE_KEY: driver_state(False, "steer")})
+                    batch_size=[b])
+    tu.assign_non_tensor(td, dp_size=1, batch_num_tokens=None, global_batch_size=None, **{V.STATE_KEY: state})
 
-    def model_layout(x: torch.Tensor) -> torch.Tensor:  # verl's unpadded full-sequence output, shifted by one
+    def model_layout(x: torch.Tensor) -> torch.Tensor:
         rows = [torch.cat([x.new_zeros(prompt_len - 1), x[i, : int(n)], x.new_zeros(1)]) for i, n in enumerate(lengths)]
         return torch.nested.as_nested_tensor(rows, layout=torch.jagged)
 
+    return td, model_layout
+
+
+def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
+    from verl.utils import tensordict_utils as tu
+
+    data = make_batch(seed=6, b=4, t=5)
+    td, model_layout = exact_inputs(data, driver_state(False, "steer"))
     cfg = actor_config(V.StareRLPolicyLossConfig(loss_mode="steer"))
     log_prob = data["log_prob"].detach().clone().requires_grad_()
     out = {"log_probs": model_layout(log_prob), "entropy": model_layout(data["entropy"])}
@@ -280,6 +290,28 @@ def test_exact_ppo_loss_wrapper_feeds_state_and_entropy() -> None:
                          LossContext(stats={"gate_on": False}))
     torch.testing.assert_close(loss, aggregate(stare.token_loss, batch.mask, "token-mean") - entropy_term)
 
+
+
+def test_exact_ppo_loss_keeps_the_entropy_gradient_for_the_fallback_bonus() -> None:
+    """auto_fallback: bonus under the entry point: the loss adds -c H with verl's own entropy, gradient and all
+    (d loss / d H = -c / N on each valid token under token-mean), and W's part is the core's."""
+    pl = V.StareRLPolicyLossConfig(loss_mode="stare", stare_variant="C2", stare_weight_control="auto",
+                                   stare_auto_fallback="bonus", stare_selection_scope="batch", stare_target_entropy=1.0)
+    cfg = actor_config(pl, entropy_coeff=0.0)
+    assert V.bonus_in_loss(cfg) and not V.bonus_in_loss(actor_config(V.StareRLPolicyLossConfig(loss_mode="stare")))
+    ctrl = StepController("stare", V.method_config("stare", cfg.policy_loss))
+    for t in range(20):  # far below the target: the demand climbs 0.25 per step into the bonus's half
+        ctrl.controllers["auto"].update(StepObservation(entropy=0.1, step=t))
+    c = ctrl.controllers["auto"].entropy_coef
+    assert 0.0 < c < 0.1
+    data = make_batch(seed=8, b=4, t=5)
+    td, model_layout = exact_inputs(data, ctrl.state_dict())
+    entropy = data["entropy"].detach().clone().requires_grad_()
+    out = {"log_probs": model_layout(data["log_prob"].detach().clone().requires_grad_()), "entropy": model_layout(entropy)}
+    loss, _ = V.exact_ppo_loss(cfg, out, td)
+    loss.backward()
+    mask = data["response_mask"]
+    torch.testing.assert_close(entropy.grad, torch.where(mask, -c / mask.sum(), 0.0))
 
 def test_bad_hyperparameters_name_the_field() -> None:
     with pytest.raises(ValueError, match=r"policy_loss\.stare_reweight_w=0\.5: reweight_w=0\.5 must be >= 1"):

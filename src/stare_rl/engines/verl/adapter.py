@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from stare_rl.control.base import StepObservation, global_token_mean, is_memoryless
+from stare_rl.control.setup import bonus_controllers
 from stare_rl.control.step import StepController
 from stare_rl.core.advantages import broadcast_to_tokens
 from stare_rl.core.metrics import loss_metric
@@ -358,11 +359,20 @@ def register() -> list[str]:
 # ----------------------------------------------------------------------------- exact-gate loss wrapper
 
 
+def bonus_in_loss(actor_config: Any) -> bool:
+    """Whether the loss mode's controllers set an entropy-bonus coefficient (``auto_fallback='bonus'``): its loss
+    then adds ``-c H`` and needs the actor's entropy with its gradient."""
+    policy_loss = actor_config.policy_loss
+    mode = str(policy_loss.get("loss_mode", "")).removeprefix(NAME_PREFIX)
+    return mode in list_methods() and bool(bonus_controllers(mode, method_config(mode, policy_loss)))
+
+
 def exact_ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -> tuple[torch.Tensor, Any]:
     """verl's ``ppo_loss`` with the step state, the actor's entropy and the old entropy visible to the loss.
 
     Installed by :mod:`stare_rl.engines.verl.main` through ``set_loss_fn`` (as ``partial(exact_ppo_loss,
-    config=actor_config)``). The entropy is verl's own (``actor.calculate_entropy=True``), detached; the old
+    config=actor_config)``). The entropy is verl's own (``actor.calculate_entropy=True``), detached unless the loss
+    adds an entropy bonus of its own (:func:`bonus_in_loss`); the old
     entropy is the ``entropy`` field verl's old log-prob pass stored with the batch (STEER reads it); each
     response's reward is the sum of the reward manager's ``rm_scores`` (Entrocraft reads it); the controllers'
     state comes from the non-tensor field ``STATE_KEY`` that the trainer adds to the update batch.
@@ -374,7 +384,9 @@ def exact_ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = No
     raw = tu.get_non_tensor_data(data=data, key=STATE_KEY, default=None)
     entropy = model_output.get("entropy", None)
     if entropy is not None:
-        entropy = no_padding_2_padding(entropy, data).detach()  # (B, T) response tokens
+        entropy = no_padding_2_padding(entropy, data)  # (B, T) response tokens
+        if not bonus_in_loss(config):  # only an entropy bonus in the loss (auto_fallback) needs H's gradient
+            entropy = entropy.detach()
     old_entropy = None
     if "entropy" in data.keys():  # written by verl's _compute_old_log_prob: the old policy's entropy
         old_entropy = data.select("entropy").to_padded_tensor()["entropy"].detach()  # (B, T), like old_log_probs
