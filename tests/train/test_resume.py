@@ -42,7 +42,7 @@ def _run(out: Path, kill_at: int | None = None, resume: str | None = None, weigh
     # Gate target inside the entropy range of the run, adaptive W/M and adaptive bonus: every controller moves.
     trainer = make_trainer(
         out, "stare", {"variant": "C2", "target_entropy": target, "weight_control": weight_control},
-        method_args={"entropy_bonus": "adaptive", "target_entropy": target},
+        method_args={"entropy_bonus": "adaptive"},  # target_entropy: the gate's and the bonus's, one target
         max_steps=6, save_strategy="steps", save_steps=2, lr_scheduler_type="linear", learning_rate=1e-2,
         callbacks=[Kill(kill_at)] if kill_at else None,
     )
@@ -100,7 +100,7 @@ def _run_relative(out: Path, kill_at: int | None = None, resume: str | None = No
     # Entrocraft's band and the adaptive bonus, both relative to the start entropy (narrow band: the mode moves)
     trainer = make_trainer(
         out, "entrocraft", {"target_entropy": "0.999x", "band": 0.001},
-        method_args={"entropy_bonus": "adaptive", "target_entropy": "0.999x"},
+        method_args={"entropy_bonus": "adaptive"},  # target_entropy: the band's and the bonus's, one target
         max_steps=6, save_strategy="steps", save_steps=2, lr_scheduler_type="linear", learning_rate=1e-2,
         callbacks=[Kill(kill_at)] if kill_at else None,
     )
