@@ -19,9 +19,11 @@ import difflib
 import gzip
 import json
 import math
+import re
 import statistics
 import sys
 from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -711,6 +713,85 @@ def render_auto_fallback() -> str:
     return "\n".join(lines)
 
 
+def _gpu_losses(name: str) -> dict[str, list[float]]:
+    """One ``bench_losses.py`` table under gpu_h200/: method -> [median ms, min ms, x median, x min, x per-round,
+    peak MiB, x peak]."""
+    rows = {}
+    for line in (RESULTS / "gpu_h200" / name).read_text().splitlines():
+        parts = line.rsplit(None, 7)
+        if len(parts) == 8 and parts[1].replace(".", "", 1).isdigit():
+            rows[parts[0].strip()] = [float(x) for x in parts[1:]]
+    return rows
+
+
+def _gpu_repeats(name: str) -> int:
+    return int(re.search(r"repeats=(\d+)", (RESULTS / "gpu_h200" / name).read_text()).group(1))
+
+
+def _half_up(x: float, digits: int) -> str:
+    """``x`` as printed in its artifact (3 decimals at most), rounded half up as a reader would: 1.525 -> 1.53."""
+    return str(Decimal(repr(x)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def render_gpu_losses_table() -> str:
+    """benchmarks.md's H200 loss table: median ms and per-round ratio to vanilla at 131k (``losses_b64.txt``) and
+    1M tokens (``losses_b512.txt``), and the peak memory at 1M."""
+    b64, b512 = _gpu_losses("losses_b64.txt"), _gpu_losses("losses_b512.txt")
+    rows = [("vanilla", ["vanilla"]), ("stare", ["stare"]), ("stare (C2)", ["stare (C2)"]), ("steer", ["steer"]),
+            ("high_entropy (80/20)", ["high_entropy"]), ("entropic", ["entropic"]), ("entrocraft", ["entrocraft"]),
+            ("clip_cov / kl_cov", ["clip_cov", "kl_cov"])]
+    out = ["| method | 131k tokens: ms | x vanilla | 1M tokens: ms | x vanilla | peak MiB at 1M (x vanilla) |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for label, ms in rows:
+        cells = [" / ".join(_half_up(d[m][i], 2) for m in ms) for d, i in ((b64, 0), (b64, 4), (b512, 0), (b512, 4))]
+        peak = (f"{b512[ms[0]][5]:.0f} ({b512[ms[0]][6]:.2f})" if len(ms) == 1
+                else " / ".join(f"{b512[m][5]:.0f}" for m in ms))
+        out.append(f"| {label} | " + " | ".join([*cells, peak]) + " |")
+    return "\n".join(out)
+
+
+def _gpu_step() -> dict[str, list[float]]:
+    """``gpu_h200/step_vocab.txt``'s summary table: variant -> [cpu s, x plain, x (median), wall s, x plain, peak
+    MiB, x plain, - plain MiB]."""
+    text = (RESULTS / "gpu_h200" / "step_vocab.txt").read_text().split("variant ", 1)[1]
+    rows = {}
+    for line in text.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) == 9:
+            rows[parts[0]] = [float(x) for x in parts[1:]]
+    return rows
+
+
+def render_gpu_step() -> str:
+    """benchmarks.md's H200 training step at V = 151,936, from ``gpu_h200/step_vocab.txt`` (wall time, peak)."""
+    out = ["```", "variant   wall s/step  x plain  step peak MiB  x plain"]
+    for v, r in _gpu_step().items():
+        out.append(f"{v:<9}{r[3]:>12.3f}{r[4]:>9.3f}{r[5]:>15.1f}{r[6]:>9.3f}")
+    return "\n".join([*out, "```"])
+
+
+def gpu_numbers() -> list[str]:
+    """benchmarks.md's H200 prose: the CUDA tests' count and time, the step's range, the loss's extras, compile."""
+    m = re.search(r"(\d+) passed in ([\d.]+)s", (RESULTS / "gpu_h200" / "tests.log").read_text())
+    step = _gpu_step()
+    others = [r[3] for v, r in step.items() if v != "plain"]
+    b512, comp = _gpu_losses("losses_b512.txt"), _gpu_losses("losses_b512_compile.txt")
+    van = b512["vanilla"][0]
+    extra = {k: r[0] - van for k, r in b512.items() if "+" not in k}
+    return [
+        f"the {m.group(1)} CUDA tests pass",
+        f"{m.group(1)} passed in {float(m.group(2)):.0f} s**",
+        f"takes {min(others):.3f}-{max(others):.3f} s for every method vs {step['plain'][3]:.3f} s for plain TRL",
+        f"of the script, a log not kept, and {step['plain'][3]:.3f} in this one)",
+        f"per-round ratio to vanilla, {_gpu_repeats('losses_b64.txt')} / {_gpu_repeats('losses_b512.txt')} rounds",
+        f"kernel launches: {math.floor(min(r[0] for r in b512.values()))}-{math.ceil(max(r[0] for r in b512.values()))} "
+        f"ms for a million tokens, at most {math.ceil(max(extra.values()))} ms over vanilla",
+        f"({comp['high_entropy +compile'][0]:.2f} vs {comp['high_entropy'][0]:.2f} ms",
+        f"vanilla is {comp['vanilla +compile'][4]:.2f}x",
+        f"(80/20: {extra['high_entropy']:.1f} ms per 1M tokens; STARE C2 {extra['stare (C2)']:.1f} ms)",
+    ]
+
+
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "headline": ("README.md", render_headline),
     "frontier-headline": ("docs/evidence.md", render_headline),
@@ -731,6 +812,8 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "probe-findings": ("docs/analysis.md", render_probe_findings),
     "real-lm": ("docs/train.md", render_real_lm),
     "auto-fallback": ("docs/methods.md", render_auto_fallback),
+    "gpu-step": ("docs/benchmarks.md", render_gpu_step),
+    "gpu-losses": ("docs/benchmarks.md", render_gpu_losses_table),
 }
 
 
@@ -842,11 +925,7 @@ def methods_numbers() -> list[str]:
 def gpu_losses() -> str:
     """benchmarks.md's summary of the H200 loss benchmark, from ``gpu_h200/losses_b512.txt`` (one million tokens):
     the range of the median times and STARE / C2 / STEER per-round ratios to vanilla."""
-    rows = {}
-    for line in (RESULTS / "gpu_h200" / "losses_b512.txt").read_text().splitlines():
-        parts = line.rsplit(None, 7)
-        if len(parts) == 8 and parts[1].replace(".", "", 1).isdigit():
-            rows[parts[0].strip()] = [float(x) for x in parts[1:]]
+    rows = _gpu_losses("losses_b512.txt")
     med = [r[0] for r in rows.values()]
     ratio = {k: rows[k][4] for k in ("stare", "stare (C2)", "steer")}
     return (f"the loss alone costs {math.floor(min(med))}-{math.ceil(max(med))} ms per million tokens (STARE "
@@ -917,6 +996,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/tasks.md", row) for row in calc_tool_rows()),
         *(("docs/methods.md", text) for text in methods_numbers()),
         ("docs/benchmarks.md", gpu_losses()),
+        *(("docs/benchmarks.md", text) for text in gpu_numbers()),
         ("docs/compare.md", "(`stare probe`: Pearson "
                             + "-".join(f"{x:.2f}" for x in sorted(_score(_probe(s), "shared", "sgd", "exact")
                                                                   for s in (0, 1, 2))[::2])
