@@ -15,6 +15,7 @@ Traits (declared at registration): controllers (the §4.3 gate, memoryless; the 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import torch
 
@@ -37,6 +38,32 @@ from stare_rl.methods.stare.config import (
 )
 
 
+@dataclass(frozen=True)
+class StareSelection:
+    """The candidate sets T+/T- and the entropy-critical sets L+/L- of one batch (STARE §4.1), with their sizes."""
+
+    t_plus: torch.Tensor  # (B, T) bool: valid tokens with A > 0
+    t_minus: torch.Tensor  # (B, T) bool: valid tokens with A < 0
+    l_plus: torch.Tensor  # (B, T) bool: the top-P of T+ by surprisal
+    l_minus: torch.Tensor  # (B, T) bool: the top-P of T- by surprisal (C2); all False for O1
+    n_pos: int  # |T+|
+    n_neg: int  # |T-|
+    k_plus: int  # |L+|
+    k_minus: int  # |L-|
+
+
+@dataclass(frozen=True)
+class GatedSurrogate:
+    """What the STARE §4.2-4.3 weight/gate step (:func:`gated_weighted_surrogate`) hands a STARE-style loss."""
+
+    token_loss: torch.Tensor  # (B, T) omega * clipped loss (minus c H with the fallback bonus)
+    weights: torch.Tensor  # (B, T) omega: W on L+, M on L- (C2), 1 elsewhere and on padding; no gradient
+    metrics: dict[str, torch.Tensor]  # the clipped surrogate's metrics
+    gate_on: bool  # the §4.3 gate in force (off: omega = 1 everywhere, exactly vanilla)
+    reweight_w: float  # W in force (the config's, or the controller's from ctx)
+    reweight_m: float  # M in force
+
+
 def stare_selection(
     batch: TokenBatch, cfg: StareConfig, ctx: LossContext, signs: TokenSigns | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -53,13 +80,12 @@ def stare_selection(
         (no surprisal tensor), with ``s >= t`` as ``log pi <= -t`` (negation is exact).
     """
     signs = token_signs(batch.advantages, batch.mask) if signs is None else signs
-    return _select(batch, cfg, ctx, signs)[:4]
+    sel = _select(batch, cfg, ctx, signs)
+    return sel.t_plus, sel.t_minus, sel.l_plus, sel.l_minus
 
 
-def _select(
-    batch: TokenBatch, cfg: StareConfig, ctx: LossContext, signs: TokenSigns
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, tuple[int, int, int, int]]:
-    """:func:`stare_selection` plus the counts ``(|T+|, |T-|, |L+|, |L-|)`` it already knows (no recount)."""
+def _select(batch: TokenBatch, cfg: StareConfig, ctx: LossContext, signs: TokenSigns) -> StareSelection:
+    """:func:`stare_selection` plus the counts ``|T+|, |T-|, |L+|, |L-|`` it already knows (no recount)."""
     t_plus, t_minus = signs.positive, signs.negative  # (B, T) A == 0 is in neither set
     n_pos, n_neg = count_true(t_plus), count_true(t_minus)
     with torch.no_grad():
@@ -70,7 +96,7 @@ def _select(
                                               ctx.get("surprisal_threshold_neg"))
         else:
             l_minus, k_minus = torch.zeros_like(t_minus), 0
-    return t_plus, t_minus, l_plus, l_minus, (n_pos, n_neg, k_plus, k_minus)
+    return StareSelection(t_plus, t_minus, l_plus, l_minus, n_pos, n_neg, k_plus, k_minus)
 
 
 def _top_surprisal(
@@ -100,14 +126,15 @@ def gated_weighted_surrogate(
     signs: TokenSigns,
     l_plus: torch.Tensor,
     l_minus: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor], bool, float, float]:
+) -> GatedSurrogate:
     """STARE §4.2-4.3 weight/gate step shared by STARE-style methods: W on L+, M on L-, gate off = vanilla.
 
     With ``auto_fallback='bonus'`` the controller's bonus coefficient ``ctx['entropy_coef']`` adds ``-c H`` per
     valid token (:func:`fallback_bonus`); the returned weights re-weight the policy term only.
 
     Returns:
-        ``(token_loss, weights, surrogate metrics, gate_on, W, M)``; weights are ``(B, T)`` (1 on padding).
+        :class:`GatedSurrogate`: the per-token loss, the ``(B, T)`` weights (1 on padding), the surrogate's
+        metrics, and the gate, W and M in force.
     """
     w, m = resolve_weights(cfg, ctx)
     gate_on = bool(ctx.get("gate_on", True))  # STARE §4.3: gate from the controller (None = on)
@@ -123,7 +150,7 @@ def gated_weighted_surrogate(
             batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate, signs=signs
         )
         weights = torch.ones_like(token_loss).detach()
-    return fallback_bonus(token_loss, batch, cfg, ctx), weights, metrics, gate_on, w, m
+    return GatedSurrogate(fallback_bonus(token_loss, batch, cfg, ctx), weights, metrics, gate_on, w, m)
 
 
 def uses_fallback_bonus(cfg: object) -> bool:
@@ -185,16 +212,15 @@ def stare_loss(
         after clipping, and token-mean still divides by the number of valid tokens (not the sum of weights).
     """
     signs = token_signs(batch.advantages, batch.mask)  # (B, T) masks shared with the surrogate
-    t_plus, t_minus, l_plus, l_minus, counts = _select(batch, cfg, ctx, signs)
-    token_loss, weights, metrics, gate_on, w, m = gated_weighted_surrogate(
-        batch, cfg, surrogate, ctx, signs, l_plus, l_minus
-    )
-    metrics.update(without_controller_outputs(_stare_metrics(batch, cfg, gate_on, w, m, counts, signs.valid), ctx))
+    sel = _select(batch, cfg, ctx, signs)
+    out = gated_weighted_surrogate(batch, cfg, surrogate, ctx, signs, sel.l_plus, sel.l_minus)
+    metrics = out.metrics
+    metrics.update(without_controller_outputs(_stare_metrics(batch, cfg, out, sel, signs.valid), ctx))
     return LossOutput(
-        token_loss=token_loss,
-        token_weights=weights,
+        token_loss=out.token_loss,
+        token_weights=out.weights,
         metrics=metrics,
-        masks={"l_plus": l_plus, "l_minus": l_minus},
+        masks={"l_plus": sel.l_plus, "l_minus": sel.l_minus},
     )
 
 
@@ -238,17 +264,16 @@ def without_controller_outputs(metrics: dict[str, torch.Tensor], ctx: LossContex
 def _stare_metrics(
     batch: TokenBatch,
     cfg: StareConfig,
-    gate_on: bool,
-    w: float,
-    m: float,
-    counts: tuple[int, int, int, int],
+    out: GatedSurrogate,
+    sel: StareSelection,
     valid: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Detached scalar metrics from the selection's counts ``(|T+|, |T-|, |L+|, |L-|)``; fractions are over the
-    valid tokens of this batch."""
+    """Detached scalar metrics from the selection's counts ``|T+|, |T-|, |L+|, |L-|`` and the gate, W and M in
+    force; fractions are over the valid tokens of this batch."""
     dev = batch.log_prob.device
     n_valid = count_true(batch.mask > 0) if valid is None else count_true(valid)  # bool counts are cheap
-    n_pos, n_neg, k_plus, k_minus = counts
+    gate_on, w, m = out.gate_on, out.reweight_w, out.reweight_m
+    n_pos, n_neg, k_plus, k_minus = sel.n_pos, sel.n_neg, sel.k_plus, sel.k_minus
     denom = float(max(n_valid, 1))
     weight_sum = n_valid + ((w - 1.0) * k_plus + (m - 1.0) * k_minus if gate_on else 0.0)
     values = {

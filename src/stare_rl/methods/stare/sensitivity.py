@@ -107,17 +107,16 @@ def stare_sensitivity_loss(
     """
     signs = token_signs(batch.advantages, batch.mask)
     l_plus, l_minus, dh_pred = sensitivity_selection(batch, cfg)
-    token_loss, weights, metrics, gate_on, w, m = gated_weighted_surrogate(  # STARE §4.2-4.3, shared
-        batch, cfg, surrogate, ctx, signs, l_plus, l_minus
-    )
+    out = gated_weighted_surrogate(batch, cfg, surrogate, ctx, signs, l_plus, l_minus)  # STARE §4.2-4.3, shared
+    weights, metrics = out.weights, out.metrics
     n = float(max(int(torch.count_nonzero(signs.valid)), 1))
     # float32 whatever the compute dtype: config values (W 1.1) must not be logged with bf16 rounding (1.109375)
     dev, dt = batch.log_prob.device, torch.float32
     k_plus, k_minus = int(torch.count_nonzero(l_plus)), int(torch.count_nonzero(l_minus))
     metrics.update(without_controller_outputs({
-        "gate_on": torch.tensor(float(gate_on), dtype=dt, device=dev),
-        "reweight_w": torch.tensor(w, dtype=dt, device=dev),
-        "reweight_m": torch.tensor(m, dtype=dt, device=dev),
+        "gate_on": torch.tensor(float(out.gate_on), dtype=dt, device=dev),
+        "reweight_w": torch.tensor(out.reweight_w, dtype=dt, device=dev),
+        "reweight_m": torch.tensor(out.reweight_m, dtype=dt, device=dev),
         "k_plus": torch.tensor(float(k_plus), dtype=dt, device=dev),
         "k_minus": torch.tensor(float(k_minus), dtype=dt, device=dev),
         "l_plus_frac": torch.tensor(k_plus / n, dtype=dt, device=dev),
@@ -126,5 +125,5 @@ def stare_sensitivity_loss(
         "l_minus_dh_pred": (dh_pred * l_minus).sum().float() / n,  # predicted dH carried by L- (<= 0)
         "mean_weight": (weights * signs.valid).sum().float() / n,
     }, ctx))
-    return LossOutput(token_loss=token_loss, token_weights=weights, metrics=metrics,
+    return LossOutput(token_loss=out.token_loss, token_weights=weights, metrics=metrics,
                       masks={"l_plus": l_plus, "l_minus": l_minus})
