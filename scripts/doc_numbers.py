@@ -848,23 +848,99 @@ def countdown_rows() -> list[str]:
 
 
 def cot_curve_rows() -> list[str]:
-    """compare.md's countdown_cot table ("What ran"): held-out entropy (curve at the last step) | ... | pass@1 |
-    pass@8 (curve) | pass@32, per method, from ``results.json`` and the cells' ``metrics.jsonl.gz``."""
+    """compare.md's countdown_cot table ("What ran"), each row's numeric tail: seeds | held-out entropy (curve at
+    the last step) | / start (each seed's last curve entropy over its step-0 one) | pass@1 | pass@8 (curve) |
+    pass@32, per method, from ``results.json`` and the cells' ``metrics.jsonl.gz``; the warm start's curve
+    columns are the step-0 points (the same warm start in every cell of a seed: GRPO's cells)."""
     out = []
-    for m in _load("compare_cot/results.json")["methods"]:
+    grid = _load("compare_cot/results.json")["methods"]
+    curves = {}
+    for m in grid:
         if m["method"] == "warm_start":
             continue
-        last = []
-        for seed_dir in sorted((RESULTS / "compare_cot" / "runs" / m["method"]).glob("seed*")):
-            last.append([r for r in _metrics(f"compare_cot/runs/{m['method']}/{seed_dir.name}/metrics.jsonl.gz")
-                         if "eval/entropy" in r][-1])
+        curves[m["method"]] = [
+            [r for r in _metrics(f"compare_cot/runs/{m['method']}/{seed_dir.name}/metrics.jsonl.gz") if "eval/entropy" in r]
+            for seed_dir in sorted((RESULTS / "compare_cot" / "runs" / m["method"]).glob("seed*"))]
+    for m in grid:
         M = m["metrics"]
-        ent = _ms([r["eval/entropy"] for r in last], 1, 3)
-        p8 = _ms([r["eval/pass@8"] for r in last], 100)
-        out.append(f"| {len(last)} | {ent} |")
-        out.append(f"| {M['avg@k']['mean'] * 100:.1f} ± {M['avg@k']['std'] * 100:.1f} | {p8} | "
-                   f"{M['pass@k']['mean'] * 100:.1f} ± {M['pass@k']['std'] * 100:.1f} |")
+        held = f"{M['avg@k']['mean'] * 100:.1f} ± {M['avg@k']['std'] * 100:.1f}"
+        pk = f"{M['pass@k']['mean'] * 100:.1f} ± {M['pass@k']['std'] * 100:.1f}"
+        if m["method"] == "warm_start":
+            first = [c[0] for c in curves["grpo"]]
+            assert all(r["step"] == 0 for r in first)
+            out.append(f"| {len(first)} | {statistics.mean(r['eval/entropy'] for r in first):.3f} (step 0) | – | {held} | "
+                       f"{_ms([r['eval/pass@8'] for r in first], 100)} (step 0) | {pk} |")
+            continue
+        cs = curves[m["method"]]
+        ent = _ms([c[-1]["eval/entropy"] for c in cs], 1, 3)
+        ratio = _ms([c[-1]["eval/entropy"] / c[0]["eval/entropy"] for c in cs], 100)
+        p8 = _ms([c[-1]["eval/pass@8"] for c in cs], 100)
+        out.append(f"| {len(cs)} | {ent} | {ratio} % | {held} | {p8} | {pk} |")
     return out
+
+
+def cot_reading_numbers() -> list[str]:
+    """compare.md's countdown_cot prose ("Calibration", "Against the issue's targets", "What this shows"): each
+    method's gain over GRPO from the unrounded means of ``compare_cot/results.json``, the collapse's start and end
+    (the warm start evaluated like every cell; the held-out curve's entropy at step 0 and 1 000)."""
+    cot = _grid("compare_cot/results.json")
+    rows = {m: cot_curve_cells(m) for m in cot if m != "warm_start"}
+
+    def g(m: str, key: str = "avg@k", base: str = "grpo") -> str:
+        return _signed(_gain(cot, m, key, base))
+
+    def k(m: str) -> str:
+        return g(m, "pass@k")
+
+    ratios = {m: statistics.mean(r) for m, r in rows.items()}
+    ent0 = statistics.mean(c[0]["eval/entropy"] for c in curves_of("grpo"))
+    ent1 = statistics.mean(c[-1]["eval/entropy"] for c in curves_of("grpo"))
+    p8 = [(c[0]["eval/pass@8"], c[-1]["eval/pass@8"]) for c in curves_of("grpo")]
+    up8 = [100 * (b - a) for a, b in p8 if b > a]
+    ws, gr, au = cot["warm_start"], cot["grpo"], cot["stare_auto"]
+    paired = [m for m in ratios if m != "stare_auto"]
+    return [
+        f"{100 * gr['entropy_ratio']['mean']:.0f} ± {100 * gr['entropy_ratio']['std']:.0f} % of its start (3 seeds)",
+        f"on {sum(b < a for a, b in p8)} of {len(p8)} seeds only (mean {100 * statistics.mean(a for a, _ in p8):.1f} -> "
+        f"{100 * statistics.mean(b for _, b in p8):.1f}, one seed",
+        f"{_signed(up8[0])}), and only {100 * gr['quadrant/pos_high_frac']['mean']:.2f} % of tokens",
+        f"entropy {statistics.mean(rows['grpo']):.0f} ± {statistics.stdev(rows['grpo']):.0f} % of start, pass@32 "
+        f"{100 * ws['pass@k']['mean']:.1f} -> {100 * gr['pass@k']['mean']:.1f}, pass@1 {100 * ws['avg@k']['mean']:.1f} -> "
+        f"{100 * gr['avg@k']['mean']:.1f}",
+        f"O1 paper defaults {g('stare_o1')} (3 seeds); C2 {g('stare_c2')}; auto {g('stare_auto')} (3 seeds)",
+        f"O1 {k('stare_o1')}; C2 {k('stare_c2')}; auto **{k('stare_auto')}** | auto only (with {g('stare_auto')} pass@1)",
+        f"Entropy {ent0:.2f} -> {ent1:.2f} ({ratios['grpo']:.0f} % of start), pass@1 {ws['avg@k']['mean']:.2f} -> "
+        f"{gr['avg@k']['mean']:.2f}",
+        f"while pass@32 falls {ws['pass@k']['mean']:.2f} -> {gr['pass@k']['mean']:.2f}",
+        f"it trades {100 * (ws['pass@k']['mean'] - gr['pass@k']['mean']):.0f} points of pass@32 for "
+        f"{100 * (gr['avg@k']['mean'] - ws['avg@k']['mean']):.0f} of pass@1",
+        f"held-out entropy of {min(ratios[m] for m in paired):.0f}-{max(ratios[m] for m in paired):.0f} % of its start",
+        f"GRPO's: STARE O1 {g('stare_o1')} / {k('stare_o1')} (pass@1 / pass@32 against GRPO), C2 {g('stare_c2')} / "
+        f"{k('stare_c2')}, STEER",
+        f"{g('steer')} / {k('steer')}, 80/20 {g('high_entropy')} / {k('high_entropy')}, adaptive entropy bonus "
+        f"{g('entropy_adaptive')} / {k('entropy_adaptive')}, EntroPIC",
+        f"{g('entropic')} / {k('entropic')}. The STARE targets",
+        f"the entropy is held at {ratios['stare_auto']:.1f} % of its",
+        f"({100 * au['pass@k']['mean']:.1f} vs {100 * ws['pass@k']['mean']:.1f}; **{k('stare_auto')} points",
+        f"pass@1 gains only {100 * (au['avg@k']['mean'] - ws['avg@k']['mean']):.0f} points over the warm start "
+        f"(**{g('stare_auto')}",
+        f"collapses *further* than GRPO ({ratios['dapo']:.0f} % of start)",
+        f"({g('dapo')} over GRPO, 3 seeds; std {100 * cot['dapo']['avg@k']['std']:.1f} vs GRPO's "
+        f"{100 * gr['avg@k']['std']:.1f}), with pass@32 {k('dapo')}",
+        f"entropy {ratios['vanilla_it2']:.0f} % of start:",
+        f"GRPO (pass@1 {g('clip_cov')} and {g('kl_cov')}, pass@32 {k('clip_cov')} and {k('kl_cov')})",
+    ]
+
+
+def curves_of(method: str) -> list[list[dict]]:
+    """The held-out curve points of each seed's countdown_cot cell of ``method``."""
+    return [[r for r in _metrics(f"compare_cot/runs/{method}/{d.name}/metrics.jsonl.gz") if "eval/entropy" in r]
+            for d in sorted((RESULTS / "compare_cot" / "runs" / method).glob("seed*"))]
+
+
+def cot_curve_cells(method: str) -> list[float]:
+    """Each seed's held-out entropy at the last curve point over its step-0 one, in %."""
+    return [100 * c[-1]["eval/entropy"] / c[0]["eval/entropy"] for c in curves_of(method)]
 
 
 def calc_tool_rows() -> list[str]:
@@ -993,6 +1069,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", row) for row in frontier_rows()),
         *(("docs/compare.md", row) for row in countdown_rows()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
+        *(("docs/compare.md", text) for text in cot_reading_numbers()),
         *(("docs/tasks.md", row) for row in calc_tool_rows()),
         *(("docs/methods.md", text) for text in methods_numbers()),
         ("docs/benchmarks.md", gpu_losses()),
