@@ -837,14 +837,77 @@ def frontier_rows() -> list[str]:
 
 
 def countdown_rows() -> list[str]:
-    """compare.md's countdown table ("What we saw"): the held-out columns of each row, from ``results.json``."""
+    """compare.md's countdown table ("What we saw"): each row's numeric tail (final batch entropy, final/start, steps
+    in band, held-out avg@8, pass@8, greedy), from ``results.json``; DAPO's entropy columns carry the table's \\*."""
     out = []
     for m in _load("compare/results.json")["methods"]:
         M = m["metrics"]
         tail = " | ".join(f"{M[k]['mean'] * 100:.1f} ± {M[k]['std'] * 100:.1f}" for k in ("avg@k", "pass@k", "greedy_acc"))
-        band = "" if M["in_band_frac"] is None else f"{100 * M['in_band_frac']['mean']:.1f} % | "
-        out.append(f"| {band}{tail} |")
+        if M["in_band_frac"] is None:
+            out.append(f"| – | – | – | {tail} |")
+            continue
+        star = " \\*" if m["method"] == "dapo" else ""
+        out.append(f"| {M['entropy_final']['mean']:.3f} ± {M['entropy_final']['std']:.3f}{star} | "
+                   f"{M['entropy_ratio']['mean']:.2f}{star} | {100 * M['in_band_frac']['mean']:.1f} % | {tail} |")
     return out
+
+
+def countdown_reading_numbers() -> list[str]:
+    """compare.md's countdown prose ("What we saw", "Against the issue's targets"), from ``compare/results.json``:
+    gains over GRPO from the unrounded means, the collapse, the band fractions."""
+    by = _grid("compare/results.json")
+    g, w = by["grpo"], by["warm_start"]
+    paper = ("stare_o1", "stare_c2", "steer", "stare_sens")
+
+    def d1(m: str) -> str:
+        return _signed(_gain(by, m, "avg@k"))
+
+    def dk(m: str) -> str:
+        return _signed(_gain(by, m, "pass@k"))
+
+    def mean(m: str, key: str, scale: float = 1.0) -> float:
+        return by[m][key]["mean"] * scale
+
+    p1 = [_gain(by, m, "avg@k") for m in paper]
+    pk = [_gain(by, m, "pass@k") for m in paper]
+    ef = [mean(m, "entropy_final") for m in paper]
+    band = [mean(m, "in_band_frac", 100) for m in paper]
+    min_ratio = statistics.mean(a / b for a, b in zip(g["entropy_min"]["values"], g["entropy_start"]["values"], strict=True))
+    return [
+        f"sampling entropy, which is comparable, is {_ms(by['dapo']['eval_entropy']['values'], 1, 3)} vs GRPO's "
+        f"{_ms(g['eval_entropy']['values'], 1, 3)}.",
+        f"GRPO's entropy falls from {mean('grpo', 'entropy_start'):.2f} to {mean('grpo', 'entropy_final'):.2f} "
+        f"(minimum {mean('grpo', 'entropy_min'):.3f}) in 200 steps",
+        f"held-out pass@1 rises {mean('warm_start', 'avg@k', 100):.0f} -> {mean('grpo', 'avg@k', 100):.0f} % and "
+        f"**pass@8 falls {mean('warm_start', 'pass@k', 100):.0f} -> {mean('grpo', 'pass@k', 100):.0f} %**",
+        f"final/start is {mean('grpo', 'entropy_ratio'):.2f} (the minimum is ~{min_ratio:.2f} of the start)",
+        f"(final {min(ef):.2f}-{max(ef):.2f}, {min(band):.0f}-{max(band):.0f} % of steps in band,",
+        f"against GRPO ({_signed(min(p1))} to {_signed(max(p1))} points",
+        f"pass@1, {_signed(min(pk))} to {_signed(max(pk))} pass@8)",
+        f"({mean('stare_c2_w3', 'entropy_ratio'):.2f} of start, {mean('stare_c2_w3', 'in_band_frac', 100):.0f} % of steps",
+        f"extension at {mean('stare_sens_w3', 'entropy_final'):.2f} ({mean('stare_sens_w3', 'entropy_ratio'):.2f} of "
+        f"start, {mean('stare_sens_w3', 'in_band_frac', 100):.1f} % in band",
+        f"({dk('stare_c2_w3')} and {dk('stare_sens_w3')} points over GRPO",
+        f"**lose pass@1** ({d1('stare_c2_w3')} and",
+        f"{d1('stare_sens_w3')} points;",
+        f"entropy ({mean('stare_sens', 'entropy_final'):.3f} vs {mean('stare_c2', 'entropy_final'):.3f} final, "
+        f"{mean('stare_sens', 'in_band_frac', 100):.1f} vs {mean('stare_c2', 'in_band_frac', 100):.1f} % in band)",
+        f"pass@8 ({_ms(by['stare_sens']['pass@k']['values'], 100)} vs",
+        f"{_ms(by['stare_c2']['pass@k']['values'], 100)}) — within noise",
+        f"more tightly than C2 ({mean('stare_sens_w3', 'in_band_frac', 100):.1f} vs "
+        f"{mean('stare_c2_w3', 'in_band_frac', 100):.1f} %)",
+        f"final entropy {mean('stare_adaptive', 'entropy_final'):.2f} ({mean('stare_adaptive', 'entropy_ratio'):.2f} of "
+        f"start), pass@8 {mean('stare_adaptive', 'pass@k', 100):.1f} ({dk('stare_adaptive')} over GRPO) at pass@1 "
+        f"{d1('stare_adaptive')}",
+        f"({mean('high_entropy', 'entropy_final'):.2f}) at a pass@1 cost ({d1('high_entropy')})",
+        f"**no**: {mean('grpo', 'entropy_ratio'):.2f} after 200 steps (minimum ≈ {min_ratio:.2f} of start)",
+        f"adaptive W/M: {mean('stare_adaptive', 'in_band_frac', 100):.0f} %; W 3 / M 0.2: **yes** for C2 "
+        f"({mean('stare_c2_w3', 'in_band_frac', 100):.0f} %) and the extension "
+        f"({mean('stare_sens_w3', 'in_band_frac', 100):.1f} %)",
+        f"(best: O1 {d1('stare_o1')}; W 3: {d1('stare_c2_w3')}; adaptive {d1('stare_adaptive')})",
+        f"paper weights: **no** ({dk('stare_o1')} / {dk('stare_c2')}); adaptive W/M **yes** ({dk('stare_adaptive')}); "
+        f"W 3: **yes** ({dk('stare_c2_w3')}; extension {dk('stare_sens_w3')})",
+    ]
 
 
 def cot_curve_rows() -> list[str]:
@@ -1068,6 +1131,7 @@ def inline_checks() -> list[tuple[str, str]]:
         ("docs/compare.md", f"adaptive bonus and buys {dk:.2f} points more pass@32."),
         *(("docs/compare.md", row) for row in frontier_rows()),
         *(("docs/compare.md", row) for row in countdown_rows()),
+        *(("docs/compare.md", text) for text in countdown_reading_numbers()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
         *(("docs/tasks.md", row) for row in calc_tool_rows()),
