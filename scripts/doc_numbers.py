@@ -853,10 +853,10 @@ def countdown_rows() -> list[str]:
 
 
 def countdown_reading_numbers() -> list[str]:
-    """compare.md's countdown prose ("What we saw", "Against the issue's targets"), from ``compare/results.json``:
+    """compare.md's countdown prose ("What we saw", "Against the issue's targets"), from ``docs/results/compare/results.json``:
     gains over GRPO from the unrounded means, the collapse, the band fractions."""
     by = _grid("compare/results.json")
-    g, w = by["grpo"], by["warm_start"]
+    g = by["grpo"]
     paper = ("stare_o1", "stare_c2", "steer", "stare_sens")
 
     def d1(m: str) -> str:
@@ -944,7 +944,7 @@ def cot_curve_rows() -> list[str]:
 
 def cot_reading_numbers() -> list[str]:
     """compare.md's countdown_cot prose ("Calibration", "Against the issue's targets", "What this shows"): each
-    method's gain over GRPO from the unrounded means of ``compare_cot/results.json``, the collapse's start and end
+    method's gain over GRPO from the unrounded means of ``docs/results/compare_cot/results.json``, the collapse's start and end
     (the warm start evaluated like every cell; the held-out curve's entropy at step 0 and 1 000)."""
     cot = _grid("compare_cot/results.json")
     rows = {m: cot_curve_cells(m) for m in cot if m != "warm_start"}
