@@ -836,6 +836,78 @@ def frontier_rows() -> list[str]:
     return out
 
 
+def frontier_reading_numbers() -> list[str]:
+    """compare.md's reading of the frontier by the registered rules ("What the pre-registered rules say"), from
+    ``docs/results/frontier_cot/frontier.json``: means ± sample std over the 3 seeds, differences from unrounded
+    means, paired differences by seed, final batch entropy against the target, share of steps in the band."""
+    fr = frontier()["methods"]
+
+    def v(m: str, key: str, scale: float = 100) -> list[float]:
+        return [x * scale for x in _seed_values(fr[m], key)]
+
+    def ms(m: str, key: str) -> str:
+        return _ms(v(m, key), 1)
+
+    def d(a: str, b: str, key: str) -> str:
+        return _signed(statistics.mean(v(a, key)) - statistics.mean(v(b, key)))
+
+    def paired(a: str, b: str, key: str, sep: str = ", ") -> str:
+        return sep.join(_signed(x - y) for x, y in zip(v(a, key), v(b, key), strict=True))
+
+    def h(m: str) -> float:
+        return statistics.mean(v(m, "final_batch_entropy", 1))
+
+    def tgt(m: str) -> float:
+        return statistics.mean(v(m, "target", 1))
+
+    def band(m: str) -> float:
+        return statistics.mean(v(m, "band_fraction"))
+
+    st3, st5, st7 = "stare_auto_t03", "stare_auto_t05", "stare_auto_t07"
+    b3, b5, b7 = "entropy_bonus_t03", "entropy_bonus_t05", "entropy_bonus_t07"
+    return [
+        f"pass@1 **{ms(st3, 'pass@1')}\n  vs {ms('grpo', 'pass@1')}** ({d(st3, 'grpo', 'pass@1')}, above",
+        f"pass@32 **{ms(st3, 'pass@k')} vs\n  {ms('grpo', 'pass@k')}** ({d(st3, 'grpo', 'pass@k')}, above",
+        f"pass@1 {paired(st3, 'grpo', 'pass@1')}; pass@32 {paired(st3, 'grpo', 'pass@k')}. The point is at its target",
+        f"batch H {h(st3):.3f} for {tgt(st3):.3f}), {band(st3):.0f} % of the steps",
+        f"({d(st5, 'grpo', 'pass@1')} and {d(st7, 'grpo', 'pass@1')} against GRPO) for far more pass@32 "
+        f"({d(st5, 'grpo', 'pass@k')} and {d(st7, 'grpo', 'pass@k')})",
+        f"pass@32 and {paired(st7, st5, 'pass@1', ' / ')} pass@1",
+        f"0.5x → 0.7x is {paired(st7, st5, 'pass@k', ' / ')}",
+        f"0.7x ended at {h(st7):.3f}",
+        f"for {tgt(st7):.3f} ({h(st7) / tgt(st7):.2f} of it: outside the ±20 % rule), {band(st7):.0f} % of steps",
+        f"STARE C2 `auto` ends at {h(st5) / tgt(st5):.2f} of it ({h(st5):.3f} for {tgt(st5):.3f})",
+        f"defaults: {h(b5):.3f} ({h(b5) / tgt(b5):.2f} of the target), {band(b5):.1f} % of steps",
+        f"pass@1 {ms(b5, 'pass@1')} and pass@32 {ms(b5, 'pass@k')}, within",
+        f"gains: {h('entropic_t05'):.3f} ({h('entropic_t05') / tgt('entropic_t05'):.2f}), "
+        f"{band('entropic_t05'):.1f} % in the band",
+        f"{h('entrocraft_t05'):.3f} ({h('entrocraft_t05') / tgt('entrocraft_t05'):.2f}), "
+        f"{band('entrocraft_t05'):.1f} % in the band",
+        f"{ms('entrocraft_t05', 'pass@1')}, **{-statistics.mean(v('entrocraft_t05', 'pass@1')) + statistics.mean(v('grpo', 'pass@1')):.1f} "
+        "below GRPO",
+        f"({d('entrocraft_t05', 'grpo', 'pass@k')}, within the spread)",
+        f"on {band('entrocraft_t05'):.1f} % of steps at 0.5x, barely above the bonus ({band(b5):.1f} %) and EntroPIC "
+        f"({band('entropic_t05'):.1f} %",
+        f"far below STARE ({band(st5):.1f} %, the highest)",
+        f"The bonus ends at {h(b3):.3f} for {tgt(b3):.3f} ({h(b3) / tgt(b3):.2f}), {band(b3):.1f} % of steps in the band",
+        f"pass@1 **{ms(b3, 'pass@1')} vs STARE's {ms(st3, 'pass@1')}**",
+        f"**{ms(b3, 'pass@k')} vs {ms(st3, 'pass@k')}**",
+        f"pass@1 {paired(st3, b3, 'pass@1', ' / ')},",
+        f"pass@32 {paired(st3, b3, 'pass@k', ' / ')} for STARE",
+        f"(3 seeds: {h('entropic_t03'):.3f} for {tgt('entropic_t03'):.3f},",
+        f"{h('entropic_t03') / tgt('entropic_t03'):.2f} of it, just outside the ±20 % rule; "
+        f"{band('entropic_t03'):.0f} % of steps in the band)",
+        f"Held-out H: STEER {_ms(v('steer', 'final_entropy', 1), 1, 3)}, 80/20 "
+        f"{_ms(v('high_entropy', 'final_entropy', 1), 1, 3)}, GRPO",
+        f"STARE C2 `auto` gets closest ({h(st7):.3f}, {h(st7) / tgt(st7):.2f} of the target",
+        f"the adaptive bonus ends at {h(b7):.3f} ({h(b7) / tgt(b7):.2f})",
+        f"EntroPIC at {h('entropic_t07'):.3f} ({h('entropic_t07') / tgt('entropic_t07'):.2f})",
+        f"Entrocraft {h('entrocraft_t07'):.3f} ({h('entrocraft_t07') / tgt('entrocraft_t07'):.2f}; pass@1 "
+        f"{ms('entrocraft_t07', 'pass@1')}, pass@32 {ms('entrocraft_t07', 'pass@k')})",
+        "(bonus " + " → ".join(f"{statistics.mean(v(m, 'pass@k')):.1f}" for m in (b3, b5, b7)),
+    ]
+
+
 def countdown_rows() -> list[str]:
     """compare.md's countdown table ("What we saw"): each row's numeric tail (final batch entropy, final/start, steps
     in band, held-out avg@8, pass@8, greedy), from ``results.json``; DAPO's entropy columns carry the table's \\*."""
@@ -1130,6 +1202,7 @@ def inline_checks() -> list[tuple[str, str]]:
         ("docs/compare.md", f"STARE keeps {dk:.2f} points more pass@32"),
         ("docs/compare.md", f"adaptive bonus and buys {dk:.2f} points more pass@32."),
         *(("docs/compare.md", row) for row in frontier_rows()),
+        *(("docs/compare.md", text) for text in frontier_reading_numbers()),
         *(("docs/compare.md", row) for row in countdown_rows()),
         *(("docs/compare.md", text) for text in countdown_reading_numbers()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
