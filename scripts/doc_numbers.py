@@ -905,6 +905,20 @@ def frontier_reading_numbers() -> list[str]:
         f"Entrocraft {h('entrocraft_t07'):.3f} ({h('entrocraft_t07') / tgt('entrocraft_t07'):.2f}; pass@1 "
         f"{ms('entrocraft_t07', 'pass@1')}, pass@32 {ms('entrocraft_t07', 'pass@k')})",
         "(bonus " + " → ".join(f"{statistics.mean(v(m, 'pass@k')):.1f}" for m in (b3, b5, b7)),
+        f"0.5x is at its target only just ({h(st5) / tgt(st5):.2f} of it)",
+        f"({tgt(b3):.3f} vs GRPO's {h('grpo'):.3f}: {h('grpo') / tgt(b3):.2f} of it)",
+        f"{h('entrocraft_t03') / tgt('entrocraft_t03'):.2f} of its target, pass@1 {ms('entrocraft_t03', 'pass@1')}, "
+        f"pass@32 {ms('entrocraft_t03', 'pass@k')})",
+        f"(reached {h('entropic_t03') / tgt('entropic_t03'):.2f} of it)",
+        f"pass@1 / pass@32: STEER {ms('steer', 'pass@1')} / {ms('steer', 'pass@k')}, 80/20",
+        f"{ms('high_entropy', 'pass@1')} / {ms('high_entropy', 'pass@k')}, GRPO {ms('grpo', 'pass@1')} / "
+        f"{ms('grpo', 'pass@k')}, as on",
+        f"{_ms(v('grpo', 'final_entropy', 1), 1, 3)}; pass@1 / pass@32",
+        f"at 0.7x: bonus {ms(b7, 'pass@1')} / {ms(b7, 'pass@k')}, EntroPIC",
+        f"{ms('entropic_t07', 'pass@1')} / {ms('entropic_t07', 'pass@k')}, within the seed spread of GRPO's (STARE: "
+        f"{ms(st7, 'pass@1')} /",
+        f"{ms(st7, 'pass@k')}).",
+        *(f"(missed: reached {h(m):.3f}) | 3/3 |" for m in fr if _missed(fr[m])),
     ]
 
 
