@@ -1106,6 +1106,31 @@ def calc_tool_rows() -> list[str]:
     return out
 
 
+def calc_tool_numbers() -> list[str]:
+    """tasks.md's calc_tool run after the tokenizer fix: the warm start (``warmstart.json``: where it stopped, its
+    wall time), the warm start's evaluation (seed 0's ``eval_initial.json``) and the runs' wall times
+    (``times.txt``: seed 0 of STARE ran first, from an empty cache, so it includes the warm start)."""
+    ws = _load("calc_tool/warmstart.json")
+    ev = _load("calc_tool/stare-s0/eval_initial.json")
+    walls = {}
+    for line in (RESULTS / "calc_tool" / "times.txt").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "wall":
+            walls[parts[0]] = float(parts[2]) / 60
+    cached = [w for k, w in walls.items() if k != "stare-s0"]
+    f = ws["final"]
+    return [
+        f"SFT step {ws['steps']} (greedy\n{f['greedy_acc']:.3f}, avg@4 {f['avg@4']:.3f} on {ws['config']['eval_rows']} "
+        f"held-out train prompts) after **{ws['wall_time_s'] / 60:.1f} min**",
+        f"both evaluations) {walls['stare-s0']:.1f} min wall",
+        f"{min(cached):.1f}-{max(cached):.1f} min (two side by side, or alone). On {ev['n']} test-split",
+        f"| warm start | {ev['avg@4']:.3f} | {ev['pass@4']:.3f} | {ev['greedy_acc']:.3f} | "
+        f"{ev['tools/calls_per_episode']:.2f} | {ev['tools/errors_per_episode']:.3f} | {ev['tools/finished']:.3f} | "
+        f"{ev['entropy']:.3f} |",
+        f"the warm start's entropy, {ev['entropy']:.2f}, is below",
+    ]
+
+
 def methods_numbers() -> list[str]:
     """methods.md's `weight_control: auto` paragraphs, from controller_authority/summary.json and the frontier."""
     a = _load("controller_authority/summary.json")
@@ -1222,6 +1247,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
         *(("docs/tasks.md", row) for row in calc_tool_rows()),
+        *(("docs/tasks.md", text) for text in calc_tool_numbers()),
         *(("docs/methods.md", text) for text in methods_numbers()),
         ("docs/benchmarks.md", gpu_losses()),
         *(("docs/benchmarks.md", text) for text in gpu_numbers()),
