@@ -1131,6 +1131,18 @@ def calc_tool_numbers() -> list[str]:
     ]
 
 
+def previous_default_numbers() -> list[str]:
+    """train.md's why-this-warm-start paragraph: the previous default's two seeds
+    (``docs/results/warmstart_robustness/previous_default/default-seed*.json``): the warm start's greedy accuracy and
+    the held-out avg@8 at the end of GRPO."""
+    run = {s: _load(f"warmstart_robustness/previous_default/default-seed{s}.json") for s in (0, 1)}
+    return [
+        f"fixed 800 steps left seed 1 mid-transition (greedy {run[1]['warmstart']['final']['greedy_acc']:.2f}) where "
+        f"seed 0 had converged ({run[0]['warmstart']['final']['greedy_acc']:.2f})",
+        f"runs ended {run[1]['final']['avg@8']:.3f} and {run[0]['final']['avg@8']:.3f}",
+    ]
+
+
 def methods_numbers() -> list[str]:
     """methods.md's `weight_control: auto` paragraphs, from controller_authority/summary.json and the frontier."""
     a = _load("controller_authority/summary.json")
@@ -1233,6 +1245,7 @@ def inline_checks() -> list[tuple[str, str]]:
     real_lm = [("docs/train.md", f"{model['parameters']:,} parameters, vocabulary {model['vocab_size']:,}"),
                ("docs/train.md", f"as a {model['quantization'].split()[0]} GGUF file")]
     return real_lm + [
+        *(("docs/train.md", text) for text in previous_default_numbers()),
         ("README.md", f"({math.floor(min(wall))}-{math.ceil(max(wall))} min with one torch thread)"),
         ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
         ("docs/compare.md", f"; {min(cap07)}-{max(cap07)} at 0.7x)"),
