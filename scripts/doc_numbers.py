@@ -1143,6 +1143,58 @@ def previous_default_numbers() -> list[str]:
     ]
 
 
+def authority_rows() -> list[str]:
+    """compare.md's table of `weight_control: auto` at relative targets below the start (issue #28, item 2), each
+    row's numeric tail, from ``docs/results/controller_authority/summary.json``; the bold cells are the page's."""
+    a = _load("controller_authority/summary.json")
+    rows = [("countdown_auto_t05", "@8", ()), ("countdown_auto_t07", "@8", ("raw", "smooth")),
+            ("countdown_grpo", "@8", ()), ("countdown_wide2x_auto_t07", "@8", ("raw", "smooth")),
+            ("countdown_cot_auto_t05_s0", "@32", ("raw",)), ("countdown_cot_grpo_s0", "@32", ())]
+    out = []
+    for key, k, bold in rows:
+        r = a[key]
+        raw = f"{100 * r['band_fraction']:.1f} %"
+        smooth = f"{100 * r['band_fraction_smoothed']:.1f} %"
+        raw, smooth = (f"**{raw}**" if "raw" in bold else raw), (f"**{smooth}**" if "smooth" in bold else smooth)
+        grpo = "grpo" in key
+        tgt = f"({r['target']:.3f})" if grpo else f"{r['target']:.3f}"
+        wmax = f"{r['w_max_seen']:.1f}".replace("50.0", "50") if r["w_max_seen"] is not None else "–"  # the bound, 50
+        w = "–" if grpo else f"{wmax} ({r['steps_at_w_bound']})"
+        steps = f"{r['steps']:,}".replace(",", " ")
+        out.append(f"| {steps} | {r['entropy_start']:.3f} → {tgt} | {raw} | {r['noise_pct_of_target']:.1f} | "
+                   f"{100 * r['noise_ceiling']:.1f} % | {smooth} | {r['mean_over_target']:.3f} | {w} | "
+                   f"{r['pass@1']:.3f} | {r['pass@k']:.3f} ({k}) |")
+    return out
+
+
+def authority_numbers() -> list[str]:
+    """The reading under that table, from the same summary.json (seed 0 each)."""
+    a = _load("controller_authority/summary.json")
+    t7, w2, t5 = a["countdown_auto_t07"], a["countdown_wide2x_auto_t07"], a["countdown_auto_t05"]
+    cot, g, cg = a["countdown_cot_auto_t05_s0"], a["countdown_grpo"], a["countdown_cot_grpo_s0"]
+    noise = [t7["noise_pct_of_target"], w2["noise_pct_of_target"]]
+    ceil = [100 * t7["noise_ceiling"], 100 * w2["noise_ceiling"]]
+    return [
+        f"scatter by {min(noise):.0f}-{max(noise):.0f} % of the target",
+        f"only {min(ceil):.0f}-{max(ceil):.0f} % of raw steps within ±10 %",
+        f"({100 * t7['band_fraction']:.1f} % against {100 * t7['noise_ceiling']:.1f} %;",
+        f"{100 * w2['band_fraction']:.1f} % against {100 * w2['noise_ceiling']:.1f} % on the wider model) with its mean "
+        f"on the target ({t7['mean_over_target']:.3f}, {w2['mean_over_target']:.3f})",
+        f"inside the band on {100 * t7['band_fraction_smoothed']:.0f} % and {100 * w2['band_fraction_smoothed']:.0f} % "
+        f"of steps, where GRPO's is on {100 * g['band_fraction_smoothed']:.0f} %",
+        f"W reached its bound on {w2['steps_at_w_bound']} steps only",
+        f"crossing\" at step {t5['first_crossing_step']}",
+        f"halve the noise ({cot['noise_pct_of_target']:.0f} % of the target; a",
+        f"perfect controller could keep {100 * cot['noise_ceiling']:.0f} %)",
+        f"({cot['steps_at_w_bound']} of {cot['steps']:,} steps)".replace(",", " "),
+        f"on countdown auto 0.7x costs {100 * (g['pass@1'] - t7['pass@1']):.1f} points of pass@1 and",
+        f"gains {100 * (t7['pass@k'] - g['pass@k']):.1f} of pass@8 over GRPO ({t7['pass@1']:.3f} vs {g['pass@1']:.3f}, "
+        f"{t7['pass@k']:.3f} vs {g['pass@k']:.3f})",
+        f"auto 0.5x costs {100 * (cg['pass@1'] - cot['pass@1']):.1f} of",
+        f"pass@1 and gains {100 * (cot['pass@k'] - cg['pass@k']):.1f} of pass@32",
+    ]
+
+
 def methods_numbers() -> list[str]:
     """methods.md's `weight_control: auto` paragraphs, from controller_authority/summary.json and the frontier."""
     a = _load("controller_authority/summary.json")
@@ -1245,6 +1297,7 @@ def inline_checks() -> list[tuple[str, str]]:
     real_lm = [("docs/train.md", f"{model['parameters']:,} parameters, vocabulary {model['vocab_size']:,}"),
                ("docs/train.md", f"as a {model['quantization'].split()[0]} GGUF file")]
     return real_lm + [
+        *(("docs/compare.md", text) for text in [*authority_rows(), *authority_numbers()]),
         *(("docs/train.md", text) for text in previous_default_numbers()),
         ("README.md", f"({math.floor(min(wall))}-{math.ceil(max(wall))} min with one torch thread)"),
         ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
