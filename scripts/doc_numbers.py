@@ -1143,13 +1143,22 @@ def previous_default_numbers() -> list[str]:
     ]
 
 
-def authority_rows() -> list[str]:
-    """compare.md's table of `weight_control: auto` at relative targets below the start (issue #28, item 2), each
+AUTHORITY_C2 = [("countdown_auto_t05", "@8", ()), ("countdown_auto_t07", "@8", ("raw", "smooth")),
+                ("countdown_grpo", "@8", ()), ("countdown_wide2x_auto_t07", "@8", ("raw", "smooth")),
+                ("countdown_cot_auto_t05_s0", "@32", ("raw",)), ("countdown_cot_grpo_s0", "@32", ())]
+AUTHORITY_SENS = [("countdown_sens_t07", "@8", ()), ("countdown_wide2x_sens_t07", "@8", ()),
+                  ("countdown_cot_sens_t05_s0", "@32", ("raw", "smooth"))]
+
+
+def _pct(x: float) -> str:
+    return "100 %" if x == 1 else f"{100 * x:.1f} %"
+
+
+def authority_rows(rows: list | None = None) -> list[str]:
+    """compare.md's tables of `weight_control: auto` at relative targets below the start (issue #28, item 2), each
     row's numeric tail, from ``docs/results/controller_authority/summary.json``; the bold cells are the page's."""
     a = _load("controller_authority/summary.json")
-    rows = [("countdown_auto_t05", "@8", ()), ("countdown_auto_t07", "@8", ("raw", "smooth")),
-            ("countdown_grpo", "@8", ()), ("countdown_wide2x_auto_t07", "@8", ("raw", "smooth")),
-            ("countdown_cot_auto_t05_s0", "@32", ("raw",)), ("countdown_cot_grpo_s0", "@32", ())]
+    rows = AUTHORITY_C2 if rows is None else rows
     out = []
     for key, k, bold in rows:
         r = a[key]
@@ -1164,6 +1173,49 @@ def authority_rows() -> list[str]:
         out.append(f"| {steps} | {r['entropy_start']:.3f} → {tgt} | {raw} | {r['noise_pct_of_target']:.1f} | "
                    f"{100 * r['noise_ceiling']:.1f} % | {smooth} | {r['mean_over_target']:.3f} | {w} | "
                    f"{r['pass@1']:.3f} | {r['pass@k']:.3f} ({k}) |")
+    return out
+
+
+def actuator_rows() -> list[str]:
+    """compare.md's "Widening the actuator" table (steps 501-1 000 of the countdown_cot cell, seed 0, and the
+    right-signed run after its transient): band, ceiling, 21-step band, mean / target, W, accuracy."""
+    a = _load("controller_authority/summary.json")
+    out = []
+    for key, bold in (("countdown_cot_auto_t05_s0_from500", False), ("countdown_cot_widenP_from500", False),
+                      ("countdown_cot_sens_from500", False), ("countdown_cot_sens_from640", True)):
+        r = a[key]
+        raw, smooth = _pct(r["band_fraction"]), _pct(r["band_fraction_smoothed"])
+        if bold:
+            raw, smooth = f"**{raw}**", f"**{smooth}**"
+        wmax = f"{r['w_max_seen']:.1f}".replace("50.0", "50")
+        acc = "| |" if bold else f"| {r['pass@1']:.3f} | {r['pass@k']:.3f} |"
+        out.append(f"| {raw} | {_pct(r['noise_ceiling'])} | {smooth} | {r['mean_over_target']:.3f} | "
+                   f"{wmax} ({r['steps_at_w_bound']}) {acc}")
+    return out
+
+
+def authority_seed_rows() -> list[str]:
+    """compare.md's "The same, 3 seeds each" table: mean ± sample std over seeds 0-2 of each setting."""
+    a = _load("controller_authority/summary.json")
+    out = []
+    for keys, k in ((["countdown_sens_t07", "countdown_sens_t07_s1", "countdown_sens_t07_s2"], "@8"),
+                    (["countdown_wide2x_sens_t07", "countdown_wide2x_sens_t07_s1", "countdown_wide2x_sens_t07_s2"], "@8"),
+                    ([f"countdown_cot_sens_t05_s{s}" for s in range(3)], "@32"),
+                    ([f"countdown_cot_sens_t07_s{s}" for s in range(3)], "@32")):
+        rs = [a[x] for x in keys]
+
+        def col(field: str, scale: float = 100, digits: int = 1, rs: list = rs) -> str:
+            return _ms([r[field] for r in rs], scale, digits)
+
+        ratio = _ms([r["band_fraction"] / r["noise_ceiling"] for r in rs], 100)
+        ws = ", ".join(f"{r['w_max_seen']:.1f}" for r in rs)
+        bound = sorted({r["steps_at_w_bound"] for r in rs})
+        at = str(bound[0]) if len(bound) == 1 else ", ".join(str(r["steps_at_w_bound"]) for r in rs)
+        band = f"{col('band_fraction')} %"
+        band = f"**{band}**" if keys[0] == "countdown_cot_sens_t07_s0" else band  # the page's bold: the one that meets 80 %
+        out.append(f"{band} | {col('noise_pct_of_target', 1)} | {col('noise_ceiling')} % | {ratio} % | "
+                   f"{col('band_fraction_smoothed')} % | {col('mean_over_target', 1, 3)} | {ws} ({at}) | "
+                   f"{col('pass@1')} | {col('pass@k')} ({k}) |")
     return out
 
 
@@ -1297,7 +1349,8 @@ def inline_checks() -> list[tuple[str, str]]:
     real_lm = [("docs/train.md", f"{model['parameters']:,} parameters, vocabulary {model['vocab_size']:,}"),
                ("docs/train.md", f"as a {model['quantization'].split()[0]} GGUF file")]
     return real_lm + [
-        *(("docs/compare.md", text) for text in [*authority_rows(), *authority_numbers()]),
+        *(("docs/compare.md", text) for text in [*authority_rows(), *authority_numbers(), *actuator_rows(),
+                                                  *authority_rows(AUTHORITY_SENS), *authority_seed_rows()]),
         *(("docs/train.md", text) for text in previous_default_numbers()),
         ("README.md", f"({math.floor(min(wall))}-{math.ceil(max(wall))} min with one torch thread)"),
         ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
