@@ -23,13 +23,12 @@ WEIGHT_CONTROLS = ("fixed", "paper", "auto")
 
 @dataclass(frozen=True)
 class StareControlFields(AutoWeightConfig):
-    """The fields every STARE-style config shares: W and M, the gate's target (§4.3), the W/M control (§4.4) and
-    the ``auto_*`` settings of ``weight_control='auto'`` (inherited from
-    :class:`~stare_rl.methods.stare.auto.AutoWeightConfig`: one name per setting everywhere)."""
+    """The fields every STARE-style config shares: W and M, the gate's target (§4.3), the W/M control (§4.4), the
+    ``auto_*`` settings of ``weight_control='auto'`` (inherited from
+    :class:`~stare_rl.methods.stare.auto.AutoWeightConfig`: one name per setting everywhere), and the variant and
+    P, whose defaults and help each method sets (a field a subclass declares again keeps its place in the order).
 
-    def __post_init__(self) -> None:  # the subclasses validate everything in check_stare_fields
-        pass
-
+    Validation (:func:`check_stare_fields`) checks the STARE fields first and the ``auto_*`` fields last."""
 
     reweight_w: float = field(
         default=1.1, metadata={"help": "W >= 1: weight of L+ tokens while the gate is on."}
@@ -63,6 +62,13 @@ class StareControlFields(AutoWeightConfig):
     weight_m_min: float = field(
         default=0.5, metadata={"help": "§4.4 schedule lower bound of M (STARE run script: 0.5)."}
     )
+    variant: str = field(default="O1", metadata={"help": "O1: W on L+ only. C2: W on L+ and M on L- (two-sided)."})
+    top_p_ratio: float = field(
+        default=0.1, metadata={"help": "P in [0, 1]: fraction of each advantage-sign set selected."}
+    )
+
+    def __post_init__(self) -> None:
+        check_stare_fields(self)
 
 
 @dataclass(frozen=True)
@@ -91,24 +97,25 @@ class StareConfig(StareControlFields):
     )
 
     def __post_init__(self) -> None:
-        check_stare_fields(self)
+        super().__post_init__()
         if self.selection_scope not in SCOPES:
             raise ValueError(f"selection_scope={self.selection_scope!r} is not one of {list(SCOPES)}")
 
 
-def check_stare_fields(cfg: object) -> None:
-    """Validate (and normalise the variant of) a frozen STARE-style config: variant, P, W, M, H_tgt, W/M control."""
-    variant = str(cfg.variant).upper()  # type: ignore[attr-defined]
+def check_stare_fields(cfg: StareControlFields) -> None:
+    """Validate (and normalise the variant of) a frozen STARE-style config: variant, P, W, M, H_tgt, W/M control,
+    then the ``auto_*`` settings."""
+    variant = str(cfg.variant).upper()
     if variant not in STARE_VARIANTS:
-        raise ValueError(f"variant={cfg.variant!r} is not one of {list(STARE_VARIANTS)}")  # type: ignore[attr-defined]
+        raise ValueError(f"variant={cfg.variant!r} is not one of {list(STARE_VARIANTS)}")
     object.__setattr__(cfg, "variant", variant)
-    if not 0.0 <= cfg.top_p_ratio <= 1.0:  # type: ignore[attr-defined]
-        raise ValueError(f"top_p_ratio={cfg.top_p_ratio} must be in [0, 1]")  # type: ignore[attr-defined]
-    check_stare_weights(cfg.reweight_w, cfg.reweight_m)  # type: ignore[attr-defined]
-    object.__setattr__(cfg, "target_entropy", canonical_target("target_entropy", cfg.target_entropy))  # type: ignore[attr-defined]
-    if cfg.weight_control not in WEIGHT_CONTROLS:  # type: ignore[attr-defined]
-        raise ValueError(f"weight_control={cfg.weight_control!r} is not one of {list(WEIGHT_CONTROLS)}")  # type: ignore[attr-defined]
-    if cfg.weight_control == "paper":  # type: ignore[attr-defined]
+    if not 0.0 <= cfg.top_p_ratio <= 1.0:
+        raise ValueError(f"top_p_ratio={cfg.top_p_ratio} must be in [0, 1]")
+    check_stare_weights(cfg.reweight_w, cfg.reweight_m)
+    object.__setattr__(cfg, "target_entropy", canonical_target("target_entropy", cfg.target_entropy))
+    if cfg.weight_control not in WEIGHT_CONTROLS:
+        raise ValueError(f"weight_control={cfg.weight_control!r} is not one of {list(WEIGHT_CONTROLS)}")
+    if cfg.weight_control == "paper":
         try:
             StareWeightSchedule.from_config(cfg)
         except ValueError as err:  # name the config fields, not the controller's arguments
@@ -116,7 +123,7 @@ def check_stare_fields(cfg: object) -> None:
     auto_weight_config(cfg)  # validates the auto_* fields whatever the mode: a typo fails before a long run
 
 
-def auto_weight_config(cfg: object) -> AutoWeightConfig:
+def auto_weight_config(cfg: StareControlFields) -> AutoWeightConfig:
     """The :class:`~stare_rl.methods.stare.auto.AutoWeightConfig` of a STARE-style config's ``auto_*`` fields."""
     return AutoWeightConfig(**{f.name: getattr(cfg, f.name) for f in fields(AutoWeightConfig)})
 
@@ -133,13 +140,13 @@ STARE_METRICS = (
 )
 
 
-def stare_controllers(cfg: object) -> dict[str, Controller]:
+def stare_controllers(cfg: StareControlFields) -> dict[str, Controller]:
     """A STARE-style config's controllers: the §4.3 gate, plus the §4.4 W/M schedule when ``weight_control='paper'``;
     with ``weight_control='auto'`` only the PI controller, which sets ``gate_on``, ``reweight_w`` and ``reweight_m``."""
-    if cfg.weight_control == "auto":  # type: ignore[attr-defined]
-        return {AUTO: AutoWeightController(cfg.target_entropy, auto_weight_config(cfg))}  # type: ignore[attr-defined]
-    ctrls: dict[str, Controller] = {GATE: StareGate(cfg.target_entropy)}  # type: ignore[attr-defined]
-    if cfg.weight_control == "paper":  # type: ignore[attr-defined]
+    if cfg.weight_control == "auto":
+        return {AUTO: AutoWeightController(cfg.target_entropy, auto_weight_config(cfg))}
+    ctrls: dict[str, Controller] = {GATE: StareGate(cfg.target_entropy)}
+    if cfg.weight_control == "paper":
         ctrls["schedule"] = StareWeightSchedule.from_config(cfg)
     return ctrls
 

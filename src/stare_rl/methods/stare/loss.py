@@ -33,6 +33,7 @@ from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 from stare_rl.methods.stare.config import (
     STARE_METRICS,
     StareConfig,
+    StareControlFields,
     check_stare_weights,
     stare_controllers,
 )
@@ -110,17 +111,17 @@ def _top_surprisal(
     return mask, count_true(mask)
 
 
-def resolve_weights(cfg: object, ctx: LossContext) -> tuple[float, float]:
+def resolve_weights(cfg: StareControlFields, ctx: LossContext) -> tuple[float, float]:
     """(W, M) in force: the adaptive schedule's values from ``ctx`` when given, else the config's."""
-    w = float(ctx.get("reweight_w", cfg.reweight_w))  # type: ignore[attr-defined]
-    m = float(ctx.get("reweight_m", cfg.reweight_m))  # type: ignore[attr-defined]
+    w = float(ctx.get("reweight_w", cfg.reweight_w))
+    m = float(ctx.get("reweight_m", cfg.reweight_m))
     check_stare_weights(w, m)
     return w, m
 
 
 def gated_weighted_surrogate(
     batch: TokenBatch,
-    cfg: object,
+    cfg: StareControlFields,
     surrogate: SurrogateConfig,
     ctx: LossContext,
     signs: TokenSigns,
@@ -139,7 +140,7 @@ def gated_weighted_surrogate(
     w, m = resolve_weights(cfg, ctx)
     gate_on = bool(ctx.get("gate_on", True))  # STARE §4.3: gate from the controller (None = on)
     if gate_on:  # STARE §4.2: W on L+, M on L- (C2), 1 elsewhere (padding included)
-        weights = _stare_weights(l_plus, l_minus, w, m, cfg.variant, batch.log_prob.dtype)  # type: ignore[attr-defined]
+        weights = _stare_weights(l_plus, l_minus, w, m, cfg.variant, batch.log_prob.dtype)
         # the weights are folded into -A inside the surrogate: token_loss = weights * clipped loss
         token_loss, metrics = clipped_surrogate(
             batch.log_prob, batch.old_log_prob, batch.advantages, batch.mask, surrogate,

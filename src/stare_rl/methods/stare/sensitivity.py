@@ -33,7 +33,6 @@ from stare_rl.core.types import LossContext, LossOutput, TokenBatch
 from stare_rl.methods.stare.config import (
     STARE_METRICS,
     StareControlFields,
-    check_stare_fields,
     stare_controllers,
 )
 from stare_rl.methods.stare.loss import gated_weighted_surrogate, without_controller_outputs
@@ -51,9 +50,6 @@ class StareSensitivityConfig(StareControlFields):
         default=0.1,
         metadata={"help": "P in [0, 1]: at most ceil(P * |A>0 tokens|) in L+ and ceil(P * |A<0 tokens|) in L-."},
     )
-
-    def __post_init__(self) -> None:
-        check_stare_fields(self)
 
 
 def sensitivity_selection(
