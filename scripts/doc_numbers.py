@@ -1236,7 +1236,7 @@ def sensitivity_authority_numbers() -> list[str]:
     return [
         f"in the band,\n   against {100 * s640['noise_ceiling']:.1f} % that the noise allows",
         f"{100 * s640['band_fraction']:.1f} % of raw steps in the band",
-        f"(0.{round(100 * wide['mean_over_target'])} of the target)" if wide["mean_over_target"] < 1 else "",
+        f"({wide['mean_over_target']:.2f} of the target)",
         f"(at most {s5['w_max_seen']:.1f}, against 50 on {c2['steps_at_w_bound']} steps with C2's selection)",
         f"raw band fraction goes from {100 * c2['band_fraction']:.1f} % to {100 * s5['band_fraction']:.1f} %: the issue's "
         f"80 % is missed by {80 - 100 * s5['band_fraction']:.1f} points on this seed, at "
@@ -1392,7 +1392,7 @@ def inline_checks() -> list[tuple[str, str]]:
     return real_lm + [
         *(("docs/compare.md", text) for text in [*authority_rows(), *authority_numbers(), *actuator_rows(),
                                                   *authority_rows(AUTHORITY_SENS), *authority_seed_rows(),
-                                                  *sensitivity_authority_numbers()] if text),
+                                                  *sensitivity_authority_numbers()]),
         *(("docs/train.md", text) for text in previous_default_numbers()),
         ("README.md", f"({math.floor(min(wall))}-{math.ceil(max(wall))} min with one torch thread)"),
         ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
