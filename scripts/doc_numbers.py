@@ -1260,6 +1260,42 @@ def sensitivity_authority_numbers() -> list[str]:
     ]
 
 
+def weight_control_rows() -> list[str]:
+    """compare.md's issue-#10 table (`weight_control: auto`, one seed each), from
+    ``docs/results/weight_control/summary.json``: each run's numeric columns from the steps on (the page bolds the
+    issue's metric of the two default runs)."""
+    w = _load("weight_control/summary.json")
+
+    def wv(x: float) -> str:
+        return str(int(x)) if x == int(x) else f"{x:.1f}"
+
+    out = []
+    for key, bold in (("grpo_arith_s0", False), ("plant_o1_w3_arith_s0", False), ("plant_c2_w3_arith_s0", False),
+                      ("auto_arith_s0", True), ("auto_c2_arith_s0", False), ("auto_countdown_s0", True),
+                      ("auto_c2_countdown_s0", False)):
+        r = w[key]
+        b10 = f"{100 * r['in_band_after_first']:.1f} %"
+        b10 = f"**{b10}**" if bold else b10
+        auto = key.startswith("auto")
+        wcol = f"{wv(r['w_final'])} ({wv(r['w_max_seen'])})" if auto else ("-" if r["w_final"] is None else wv(r["w_final"]))
+        at = str(r["steps_at_w_bound"]) if auto else "-"
+        acc = f"{r['avg@k']:.3f} | {r['pass@k']:.3f}" if "avg@k" in r else "- | -"
+        out.append(f"| {r['steps']} | {r['entropy_start']:.3f} → {r['entropy_final']:.3f} | {r['first_at_target_step']} | "
+                   f"{b10} | {100 * r['in_band_25_after_first']:.1f} % | {wcol} | {at} | {acc} |")
+    s1 = w["auto_countdown_s1"]
+    out.append(f"| {s1['steps']} | {s1['entropy_start']:.3f} → {s1['entropy_final']:.3f} | {s1['first_at_target_step']} | "
+               f"{100 * s1['in_band_after_first']:.1f} % | {100 * s1['in_band_25_after_first']:.1f} % | "
+               f"{wv(s1['w_final'])} ({wv(s1['w_max_seen'])}) | {s1['steps_at_w_bound']} | {s1['avg@k']:.3f} (GRPO seed 1:")
+    two = [w["auto_countdown_s0"], w["auto_countdown_s1"]]
+    # the two band fractions are exact ratios (132/200, 115/200): their mean 61.75 % is rounded half up, as printed
+    band = sum(Decimal(repr(r["in_band_after_first"])) for r in two) / len(two) * 100
+    band_std = statistics.stdev(r["in_band_after_first"] for r in two) * 100
+    out.append(f"| {band.quantize(Decimal('0.1'), rounding=ROUND_HALF_UP)} ± {band_std:.1f} % | "
+               f"{_ms([r['in_band_25_after_first'] for r in two], 100)} % | | | {_ms([r['avg@k'] for r in two], 1, 3)} "
+               f"(GRPO same seeds")
+    return out
+
+
 def authority_numbers() -> list[str]:
     """The reading under that table, from the same summary.json (seed 0 each)."""
     a = _load("controller_authority/summary.json")
@@ -1392,7 +1428,7 @@ def inline_checks() -> list[tuple[str, str]]:
     return real_lm + [
         *(("docs/compare.md", text) for text in [*authority_rows(), *authority_numbers(), *actuator_rows(),
                                                   *authority_rows(AUTHORITY_SENS), *authority_seed_rows(),
-                                                  *sensitivity_authority_numbers()]),
+                                                  *sensitivity_authority_numbers(), *weight_control_rows()]),
         *(("docs/train.md", text) for text in previous_default_numbers()),
         ("README.md", f"({math.floor(min(wall))}-{math.ceil(max(wall))} min with one torch thread)"),
         ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
