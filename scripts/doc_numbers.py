@@ -1296,6 +1296,46 @@ def weight_control_rows() -> list[str]:
     return out
 
 
+def _mean_half_up(values: list[float], scale: int = 100, digits: int = 1) -> str:
+    """The mean of exact ratios (steps in a band over steps), rounded half up: (0.66 + 0.575) / 2 -> 61.8 %."""
+    m = sum(Decimal(repr(v)) for v in values) / len(values) * scale
+    return str(m.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def weight_control_targets() -> list[str]:
+    """compare.md's issue-#10 "Against the issue's targets" table, from ``docs/results/weight_control/summary.json``."""
+    w = _load("weight_control/summary.json")
+    o1, c2 = w["auto_arith_s0"], w["auto_c2_arith_s0"]
+    cd = [w["auto_countdown_s0"], w["auto_countdown_s1"]]
+    a4 = [w[f"wide4x_auto_arith_s{s}"] for s in (0, 1)]
+    g4 = [w[f"wide4x_grpo_arith_s{s}"] for s in (0, 1)]
+    a2, g2, cot = w["auto_wide2x_arith_s0"], w["grpo_wide2x_arith_s0"], w["auto_c2_cot_s0"]
+
+    def pct(r: dict, key: str = "in_band_after_first") -> str:
+        return f"{100 * r[key]:.1f} %"
+
+    def sd(rs: list[dict], key: str = "in_band_after_first") -> str:
+        return f"{statistics.stdev(r[key] for r in rs) * 100:.1f}"
+
+    m4 = float(_mean_half_up([r["in_band_after_first"] for r in a4]))
+    return [
+        f"O1 {pct(o1)}; C2 {pct(c2)} (±25 %: {pct(o1, 'in_band_25_after_first')} and {pct(c2, 'in_band_25_after_first')})",
+        f"short by {90 - 100 * o1['in_band_after_first']:.1f} points (O1) and {90 - 100 * c2['in_band_after_first']:.1f} (C2)",
+        f"O1 {_mean_half_up([r['in_band_after_first'] for r in cd])} ± {sd(cd)} % (2 seeds: "
+        f"{100 * cd[0]['in_band_after_first']:.1f}, {100 * cd[1]['in_band_after_first']:.1f}); C2 "
+        f"{pct(w['auto_c2_countdown_s0'])} (±25 %: {_mean_half_up([r['in_band_25_after_first'] for r in cd])} ± "
+        f"{sd(cd, 'in_band_25_after_first')} % and {pct(w['auto_c2_countdown_s0'], 'in_band_25_after_first')})",
+        f"short by {90 - float(_mean_half_up([r['in_band_after_first'] for r in cd])):.0f} points (O1)",
+        f"2 seeds): {_mean_half_up([r['in_band_after_first'] for r in a4])} ± {sd(a4)} % (±25 %: "
+        f"{_mean_half_up([r['in_band_25_after_first'] for r in a4])} ± {sd(a4, 'in_band_25_after_first')} %), GRPO "
+        f"{_mean_half_up([r['in_band_after_first'] for r in g4])} ± {sd(g4)} % "
+        f"({_mean_half_up([r['in_band_25_after_first'] for r in g4])} %); 2x wider: {pct(a2)} (±25 %: "
+        f"{pct(a2, 'in_band_25_after_first')}), the same as GRPO's {pct(g2)}",
+        f"short by {90 - m4:.0f} points (4x) and {90 - 100 * a2['in_band_after_first']:.0f} (2x)",
+        f"on {cot['steps_at_w_bound']} of {cot['steps']:,} steps".replace(",", " "),
+    ]
+
+
 def authority_numbers() -> list[str]:
     """The reading under that table, from the same summary.json (seed 0 each)."""
     a = _load("controller_authority/summary.json")
@@ -1428,7 +1468,8 @@ def inline_checks() -> list[tuple[str, str]]:
     return real_lm + [
         *(("docs/compare.md", text) for text in [*authority_rows(), *authority_numbers(), *actuator_rows(),
                                                   *authority_rows(AUTHORITY_SENS), *authority_seed_rows(),
-                                                  *sensitivity_authority_numbers(), *weight_control_rows()]),
+                                                  *sensitivity_authority_numbers(), *weight_control_rows(),
+                                                  *weight_control_targets()]),
         *(("docs/train.md", text) for text in previous_default_numbers()),
         ("README.md", f"({math.floor(min(wall))}-{math.ceil(max(wall))} min with one torch thread)"),
         ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
