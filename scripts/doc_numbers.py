@@ -1336,6 +1336,41 @@ def weight_control_targets() -> list[str]:
     ]
 
 
+def methods_auto_numbers() -> list[str]:
+    """methods.md's summary of the `weight_control: auto` measurements (issue #10 and issue #28 item 2), from
+    ``docs/results/weight_control/summary.json`` and ``docs/results/controller_authority/summary.json``."""
+    w = _load("weight_control/summary.json")
+    a = _load("controller_authority/summary.json")
+    auto = [w[k] for k in ("auto_arith_s0", "auto_c2_arith_s0", "auto_countdown_s0", "auto_countdown_s1",
+                           "auto_c2_countdown_s0")]
+    b25 = [100 * r["in_band_25_after_first"] for r in auto]
+    cd = [w["auto_countdown_s0"], w["auto_countdown_s1"]]
+    t7, w2, g = a["countdown_auto_t07"], a["countdown_wide2x_auto_t07"], a["countdown_grpo"]
+    cot, sens = a["countdown_cot_auto_t05_s0"], a["countdown_cot_sens_t05_s0"]
+    cd7, wd7 = a["countdown_sens_t07"], a["countdown_wide2x_sens_t07"]
+    short = [a[k] for k in a if k.startswith(("countdown_sens_t07", "countdown_wide2x_sens_t07"))]
+    return [
+        f"{min(b25):.0f}-{max(b25):.1f} % of steps, but the issue's",
+        f"Countdown reaches {float(_mean_half_up([r['in_band_after_first'] for r in cd])):.0f} ± "
+        f"{statistics.stdev(r['in_band_after_first'] for r in cd) * 100:.0f} % of",
+        f"and {100 * w['auto_c2_arith_s0']['in_band_after_first']:.0f} % (C2), because W saturates",
+        f"{100 * w2['band_fraction']:.1f} % of raw steps within ±10 %, where the batch entropy's own scatter of "
+        f"{t7['noise_pct_of_target']:.0f}-{w2['noise_pct_of_target']:.0f} % of the target allows "
+        f"{100 * w2['noise_ceiling']:.0f}-{100 * t7['noise_ceiling']:.0f} %;",
+        f"the 21-step mean is in the band on {100 * t7['band_fraction_smoothed']:.0f} % and "
+        f"{100 * w2['band_fraction_smoothed']:.0f} % of steps, GRPO's on {100 * g['band_fraction_smoothed']:.0f} %)",
+        f"would allow {100 * cot['noise_ceiling']:.0f} %, but W reaches its bound 50",
+        f"({cot['steps_at_w_bound']} of {cot['steps']:,} steps)".replace(",", " "),
+        f"of the target: {100 * cot['band_fraction']:.1f} %.",
+        f"{100 * sens['band_fraction']:.1f} % of steps in the band on",
+        f"at 0.5x ({100 * sens['noise_ceiling']:.1f} % possible; W at most {sens['w_max_seen']:.1f})",
+        f"({100 * cd7['band_fraction']:.1f} % and {100 * wd7['band_fraction']:.1f} %, where "
+        f"{100 * cd7['noise_ceiling']:.1f} % and {100 * wd7['noise_ceiling']:.1f} % are possible; the 21-step mean in "
+        f"the band on {100 * cd7['band_fraction_smoothed']:.0f}-{100 * wd7['band_fraction_smoothed']:.0f} %)",
+        f"the mean within {100 * max(abs(r['mean_over_target'] - 1) for r in short):.1f} % of the target in every run",
+    ]
+
+
 def authority_numbers() -> list[str]:
     """The reading under that table, from the same summary.json (seed 0 each)."""
     a = _load("controller_authority/summary.json")
@@ -1487,6 +1522,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/tasks.md", row) for row in calc_tool_rows()),
         *(("docs/tasks.md", text) for text in calc_tool_numbers()),
         *(("docs/methods.md", text) for text in methods_numbers()),
+        *(("docs/methods.md", text) for text in methods_auto_numbers()),
         ("docs/benchmarks.md", gpu_losses()),
         *(("docs/benchmarks.md", text) for text in gpu_numbers()),
         ("docs/compare.md", "(`stare probe`: Pearson "
