@@ -919,6 +919,39 @@ def frontier_reading_numbers() -> list[str]:
         f"{ms(st7, 'pass@1')} /",
         f"{ms(st7, 'pass@k')}).",
         *(f"(missed: reached {h(m):.3f}) | 3/3 |" for m in fr if _missed(fr[m])),
+        # DAPO, a reference point
+        f"pass@1 **{ms('dapo', 'pass@1')}**, pass@32",
+        f"{ms('dapo', 'pass@k')}, held-out H {_ms(v('dapo', 'final_entropy', 1), 1, 3)}, the lowest of the grid (GRPO "
+        f"{ms('grpo', 'pass@1')} / {ms('grpo', 'pass@k')}, H {_ms(v('grpo', 'final_entropy', 1), 1, 3)})",
+        f"Against GRPO, by the grid's rule: {d('dapo', 'grpo', 'pass@1')} pass@1",
+        f"paired by seed {paired('dapo', 'grpo', 'pass@1', ' / ').split(' / ', 1)[0]} /",
+        f"{paired('dapo', 'grpo', 'pass@1', ' / ').split(' / ', 1)[1]}) and {d('dapo', 'grpo', 'pass@k')} pass@32 (within the spread; "
+        f"paired {paired('dapo', 'grpo', 'pass@k', ' / ')})",
+        f"Its batch entropy ({h('dapo'):.3f}) covers",
+        # stare_sensitivity auto
+        f"final batch H {h('stare_sens_auto_t03'):.3f}\n  for {tgt('stare_sens_auto_t03'):.3f}, "
+        f"{h('stare_sens_auto_t05'):.3f} for {tgt('stare_sens_auto_t05'):.3f} and {h('stare_sens_auto_t07'):.3f} for "
+        f"{tgt('stare_sens_auto_t07'):.3f}, with "
+        + ", ".join(_ms(v(f"stare_sens_auto_t0{x}", "band_fraction"), 1) for x in "35")
+        + f" and {_ms(v('stare_sens_auto_t07', 'band_fraction'), 1)} % of the steps",
+        "(seeds " + " / ".join(f"{x:.1f}" for x in v("stare_sens_auto_t07", "band_fraction")) + " %)",
+        f"pass@1 {paired('stare_sens_auto_t03', st3, 'pass@1', ' / ')} and "
+        f"{paired('stare_sens_auto_t05', st5, 'pass@1', ' / ')});",
+        f"{-statistics.mean(v('stare_sens_auto_t07', 'pass@1')) + statistics.mean(v(st7, 'pass@1')):.1f} points",
+        f"less pass@1 (paired {paired('stare_sens_auto_t07', st7, 'pass@1', ' / ')}) for "
+        f"{statistics.mean(v('stare_sens_auto_t07', 'pass@k')) - statistics.mean(v(st7, 'pass@k')):.1f} more pass@32 "
+        f"({paired('stare_sens_auto_t07', st7, 'pass@k', ' / ')})",
+        f"(pass@1 {d('stare_sens_auto_t03', 'grpo', 'pass@1')}, pass@32 {d('stare_sens_auto_t03', 'grpo', 'pass@k')}; paired",
+        f"pass@32 {paired('stare_sens_auto_t03', 'grpo', 'pass@k', ' / ')}) and its 0.7x point trades "
+        f"{-statistics.mean(v('stare_sens_auto_t07', 'pass@1')) + statistics.mean(v('grpo', 'pass@1')):.1f} points of "
+        f"pass@1 (paired {paired('stare_sens_auto_t07', 'grpo', 'pass@1', ' / ')}) for "
+        f"{statistics.mean(v('stare_sens_auto_t07', 'pass@k')) - statistics.mean(v('grpo', 'pass@k')):.1f}",
+        f"of pass@32 ({paired('stare_sens_auto_t07', 'grpo', 'pass@k', ' / ')})",
+        # against the targets (#28)
+        f"`stare_sensitivity` `auto` at 0.3x ({d('stare_sens_auto_t03', 'grpo', 'pass@1')} / "
+        f"{d('stare_sens_auto_t03', 'grpo', 'pass@k')})",
+        f"(C2: {d(st5, 'grpo', 'pass@1')} / {d(st5, 'grpo', 'pass@k')} and {d(st7, 'grpo', 'pass@1')} / "
+        f"{d(st7, 'grpo', 'pass@k')})",
     ]
 
 
