@@ -74,3 +74,25 @@ def test_a_changed_number_fails() -> None:
     bad = good.replace("±", "+-", 1)
     text = doc_numbers.replace((ROOT / page).read_text(), "headline", bad)
     assert doc_numbers.current(text, "headline") != render()
+
+
+def test_robustness_table_is_rebuilt_from_its_runs(tmp_path: Path) -> None:
+    """warmstart_robustness/README.md's run table (between ``<!-- table:start/end -->``) and ``summary.json`` are what
+    ``scripts/warmstart_robustness.py --table-only`` builds from the committed ``runs/*.json``: rebuilt in a copy,
+    they must equal the committed ones."""
+    spec = importlib.util.spec_from_file_location("warmstart_robustness", ROOT / "scripts" / "warmstart_robustness.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    folder = doc_numbers.RESULTS / "warmstart_robustness"
+    (tmp_path / "runs").mkdir()
+    for run in (folder / "runs").glob("*.json"):
+        (tmp_path / "runs" / run.name).write_text(run.read_text())
+    (tmp_path / "README.md").write_text((folder / "README.md").read_text())
+    script.build_table(tmp_path)
+
+    def table(text: str) -> str:
+        return text.split(script.TABLE_START, 1)[1].split(script.TABLE_END, 1)[0]
+
+    assert table((tmp_path / "README.md").read_text()) == table((folder / "README.md").read_text())
+    assert json.loads((tmp_path / "summary.json").read_text()) == json.loads((folder / "summary.json").read_text())
