@@ -1404,6 +1404,32 @@ def methods_auto_numbers() -> list[str]:
     ]
 
 
+def robustness_cost() -> list[str]:
+    """warmstart_robustness/README.md's kernel-settings and cost paragraphs, from its ``runs/*.json``: the seed-0
+    entropies under two settings (10-11 digits, to show where they differ), CPU seconds (rounded half up), wall
+    minutes and load of the 1-thread runs and of the 2-thread ones."""
+    runs = _robustness_runs("warmstart_robustness")
+    one = [r for r in runs if r["setting"] != "threads2"]
+    two = [r for r in runs if r["setting"] == "threads2"]
+    s0 = {r["setting"]: r for r in runs if r["seed"] == 0}
+
+    def cpu(rs: list[dict]) -> str:
+        return f"{math.floor(min(r['cpu_s'] for r in rs) + 0.5)}-{math.floor(max(r['cpu_s'] for r in rs) + 0.5)}"
+
+    def wall(rs: list[dict]) -> str:
+        return f"{min(r['wall_s'] for r in rs) / 60:.1f}-{max(r['wall_s'] for r in rs) / 60:.1f}"
+
+    loads = [x for r in one for x in r["load"]]
+    return [
+        f"seed 0: {s0['default']['final']['entropy']:.10f} default, {s0['threads2']['final']['entropy']:.10f} threads2; "
+        f"of the warm start {s0['default']['warmstart']['final']['entropy']:.11f} vs",
+        f"{s0['threads2']['warmstart']['final']['entropy']:.11f})",
+        f"{cpu(one)} CPU-seconds, **{wall(one)} min of wall time**",
+        f"(load average {min(loads):.1f}-{max(loads):.1f})",
+        f"**{wall(two)} min** wall, {cpu(two)} CPU-seconds",
+    ]
+
+
 def authority_numbers() -> list[str]:
     """The reading under that table, from the same summary.json (seed 0 each)."""
     a = _load("controller_authority/summary.json")
@@ -1534,6 +1560,7 @@ def inline_checks() -> list[tuple[str, str]]:
     real_lm = [("docs/train.md", f"{model['parameters']:,} parameters, vocabulary {model['vocab_size']:,}"),
                ("docs/train.md", f"as a {model['quantization'].split()[0]} GGUF file")]
     return real_lm + [
+        *(("docs/results/warmstart_robustness/README.md", text) for text in robustness_cost()),
         *(("docs/compare.md", text) for text in [*authority_rows(), *authority_numbers(), *actuator_rows(),
                                                   *authority_rows(AUTHORITY_SENS), *authority_seed_rows(),
                                                   *sensitivity_authority_numbers(), *weight_control_rows(),
