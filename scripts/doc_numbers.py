@@ -1427,6 +1427,21 @@ def robustness_cost() -> list[str]:
         f"{cpu(one)} CPU-seconds, **{wall(one)} min of wall time**",
         f"(load average {min(loads):.1f}-{max(loads):.1f})",
         f"**{wall(two)} min** wall, {cpu(two)} CPU-seconds",
+        *robustness_earlier_defaults(),
+    ]
+
+
+def robustness_earlier_defaults() -> list[str]:
+    """The same README's two earlier defaults: sft1600/ (seed 2's warm start against seed 1's, on the test split)
+    and previous_default/ (the GRPO ends of seeds 0 and 1 and seed 1's warm-start greedy accuracy)."""
+    sft = {r["seed"]: r for r in _robustness_runs("warmstart_robustness/sft1600") if r["setting"] == "default"}
+    now = {r["seed"]: r for r in _robustness_runs("warmstart_robustness") if r["setting"] == "default"}
+    prev = {s: _load(f"warmstart_robustness/previous_default/default-seed{s}.json") for s in (0, 1)}
+    return [
+        f"its warm start ended {sft[1]['start']['avg@8'] - sft[2]['start']['avg@8']:.3f} below seed 1's (test split;",
+        f"({now[2]['start']['avg@8']:.3f} on\nits run's own 256)",
+        f"({prev[0]['final']['avg@8']:.3f} for seed 0, {prev[1]['final']['avg@8']:.3f} for seed 1, whose warm start had",
+        f"not converged: greedy {prev[1]['warmstart']['final']['greedy_acc']:.2f} and rising)",
     ]
 
 
