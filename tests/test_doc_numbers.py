@@ -12,6 +12,8 @@ import importlib.util
 import json
 import re
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,13 @@ def test_robustness_table_is_rebuilt_from_its_runs(tmp_path: Path) -> None:
 
     assert table((tmp_path / "README.md").read_text()) == table((folder / "README.md").read_text())
     assert json.loads((tmp_path / "summary.json").read_text()) == json.loads((folder / "summary.json").read_text())
+
+
+def test_real_lm_analysis_numbers_are_in_its_artifacts() -> None:
+    """docs/results/real_lm_analysis/README.md: every decimal number it writes equals a value of the committed JSON
+    beside it (or the GRPO-20 run's evaluations and the model's build record), rounded to the digits written; the
+    check is the study's own (``studies/real_lm/check_readme_numbers.py``), run here so that the test command runs it.
+    A membership check: it catches a number that drifted or was typed, not one quoted under the wrong label."""
+    proc = subprocess.run([sys.executable, str(ROOT / "studies" / "real_lm" / "check_readme_numbers.py")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
