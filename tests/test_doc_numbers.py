@@ -108,3 +108,15 @@ def test_real_lm_analysis_numbers_are_in_its_artifacts() -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "studies" / "real_lm" / "check_readme_numbers.py")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_entrocraft_nsr_rows_are_what_its_script_prints() -> None:
+    """docs/results/entrocraft_nsr/README.md's table rows are what ``summarise.py`` there prints from the two
+    committed metrics files (the grid cell and the fixed resume)."""
+    folder = doc_numbers.RESULTS / "entrocraft_nsr"
+    proc = subprocess.run([sys.executable, "summarise.py", "advantage_sign_cell/metrics.jsonl.gz", "metrics.jsonl.gz"],
+                          cwd=folder, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if line.strip()]
+    readme = (folder / "README.md").read_text()
+    assert len(rows) == 2 and all(row in readme for row in rows), rows
