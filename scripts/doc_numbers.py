@@ -1335,6 +1335,48 @@ def _mean_half_up(values: list[float], scale: int = 100, digits: int = 1) -> str
     return str(m.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
 
 
+def weight_control_wide_rows() -> list[str]:
+    """compare.md's 4x / 2x wider arithmetic tables and the countdown_cot table of the issue-#10 section, from
+    ``docs/results/weight_control/summary.json`` (one run per seed)."""
+    w = _load("weight_control/summary.json")
+
+    def row(r: dict, bold: bool = False) -> str:
+        b10 = f"{100 * r['in_band_after_first']:.1f} %"
+        wcol, at = "-", "-"
+        if r["w_final"] is not None:
+            wcol = f"{r['w_final']:.1f} ({'50' if r['w_max_seen'] == 50 else format(r['w_max_seen'], '.1f')})"
+            at = str(r["steps_at_w_bound"])
+        return (f"| {r['steps']} | {r['entropy_start']:.3f} → {r['entropy_final']:.3f} | {r['first_at_target_step']} | "
+                f"{f'**{b10}**' if bold else b10} | {100 * r['in_band_25_after_first']:.1f} % | {wcol} | {at} | "
+                f"{r['avg@k']:.3f} | {r['pass@k']:.3f} |")
+
+    def two(keys: list[str], bold: bool = False) -> str:
+        rs = [w[k] for k in keys]
+        b10 = (f"{_mean_half_up([r['in_band_after_first'] for r in rs])} ± "
+               f"{statistics.stdev(r['in_band_after_first'] for r in rs) * 100:.1f} %")
+        return (f"| {f'**{b10}**' if bold else b10} | {_mean_half_up([r['in_band_25_after_first'] for r in rs])} ± "
+                f"{statistics.stdev(r['in_band_25_after_first'] for r in rs) * 100:.1f} % | | | "
+                f"{_ms([r['avg@k'] for r in rs], 1, 3)} | {_ms([r['pass@k'] for r in rs], 1, 3)} |")
+
+    def seeds(keys: list[str], field: str, spread: bool = False) -> str:
+        vals = [w[k][field] for k in keys]
+        text = " / ".join(f"{x:.3f}" for x in vals)
+        return f"{text} ({_ms(vals, 1, 3)})" if spread else text
+
+    g, a = [f"grpo_cot_s{s}" for s in range(3)], [f"auto_c2_cot_s{s}" for s in range(3)]
+    return [
+        row(w["wide4x_grpo_arith_s0"]), row(w["wide4x_auto_arith_s0"], True), row(w["wide4x_grpo_arith_s1"]),
+        row(w["wide4x_auto_arith_s1"]), two(["wide4x_grpo_arith_s0", "wide4x_grpo_arith_s1"]),
+        two(["wide4x_auto_arith_s0", "wide4x_auto_arith_s1"], True),
+        row(w["grpo_wide2x_arith_s0"]), row(w["auto_wide2x_arith_s0"]),
+        f"| {seeds(g, 'entropy_start')} → {seeds(g, 'entropy_final')} |",
+        f"| {seeds(a, 'entropy_start')} → {seeds(a, 'entropy_final')} |",
+        f"| {seeds(g, 'avg@k', True)} | {seeds(g, 'pass@k', True)} |",
+        f"{sorted({w[k]['steps_at_w_bound'] for k in a})[0]} of {w[a[0]]['steps']:,} steps in each | "
+        f"{seeds(a, 'avg@k', True)} | {seeds(a, 'pass@k', True)} |".replace("1,000", "1 000"),
+    ]
+
+
 def weight_control_targets() -> list[str]:
     """compare.md's issue-#10 "Against the issue's targets" table, from ``docs/results/weight_control/summary.json``."""
     w = _load("weight_control/summary.json")
@@ -1579,7 +1621,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", text) for text in [*authority_rows(), *authority_numbers(), *actuator_rows(),
                                                   *authority_rows(AUTHORITY_SENS), *authority_seed_rows(),
                                                   *sensitivity_authority_numbers(), *weight_control_rows(),
-                                                  *weight_control_targets()]),
+                                                  *weight_control_targets(), *weight_control_wide_rows()]),
         *(("docs/train.md", text) for text in previous_default_numbers()),
         ("README.md", f"({math.floor(min(wall))}-{math.ceil(max(wall))} min with one torch thread)"),
         ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
