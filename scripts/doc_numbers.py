@@ -1374,6 +1374,30 @@ def weight_control_wide_rows() -> list[str]:
         f"| {seeds(g, 'avg@k', True)} | {seeds(g, 'pass@k', True)} |",
         f"{sorted({w[k]['steps_at_w_bound'] for k in a})[0]} of {w[a[0]]['steps']:,} steps in each | "
         f"{seeds(a, 'avg@k', True)} | {seeds(a, 'pass@k', True)} |".replace("1,000", "1 000"),
+        *weight_control_cot_numbers(w, g, a),
+    ]
+
+
+def weight_control_cot_numbers(w: dict, g: list[str], a: list[str]) -> list[str]:
+    """The reading of the issue-#10 countdown_cot table: each seed's final entropy over its start, the accuracy
+    trade against GRPO (3 seeds, from the unrounded means)."""
+    def kept(keys: list[str]) -> list[float]:
+        return [100 * w[k]["entropy_final"] / w[k]["entropy_start"] for k in keys]
+
+    def m(keys: list[str], field: str) -> list[float]:
+        return [w[k][field] for k in keys]
+
+    final = [w[k]["entropy_final"] for k in a]
+    return [
+        f"(the entropy stays at {min(kept(a)):.0f}-{max(kept(a)):.0f} % of its start instead of falling to "
+        f"{min(kept(g)):.0f}-{max(kept(g)):.0f} %)",
+        f"the entropy is held at {min(final):.2f}-{max(final):.2f} ({min(kept(a)):.0f}-{max(kept(a)):.0f} % of its start; "
+        f"GRPO falls to {min(kept(g)):.0f}-{max(kept(g)):.0f} %)",
+        f"pass@1 {_signed(100 * (statistics.mean(m(a, 'avg@k')) - statistics.mean(m(g, 'avg@k'))))} points",
+        f"({_ms(m(a, 'avg@k'), 1, 3)} vs {_ms(m(g, 'avg@k'), 1, 3)}, 3 seeds), pass@32 "
+        f"**{_signed(100 * (statistics.mean(m(a, 'pass@k')) - statistics.mean(m(g, 'pass@k'))))} points** "
+        f"({_ms(m(a, 'pass@k'), 1, 3)} vs",
+        f"{_ms(m(g, 'pass@k'), 1, 3)}), close to",
     ]
 
 
