@@ -3,6 +3,7 @@ one metric namespace. (The import layers themselves are checked by `lint-imports
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -112,3 +113,49 @@ def test_declared_metrics_live_in_the_one_namespace() -> None:
 ])
 def test_older_metric_names_are_read_under_the_current_ones(old: str, new: str) -> None:
     assert current_name(old, list_methods()) == new
+
+
+# Imports sit at the top of a module (issue 44) unless a cycle or an optional dependency forces them down. The
+# modules that keep imports of the project's own modules inside functions, with their reasons:
+INNER_IMPORTS = {
+    "commands/eval.py": "the tasks, tokenizers, warm-start reader and tool evaluation load transformers, which "
+                        "`stare eval --help` does not",
+    "commands/probe.py": "the tasks, tokenizers, tiny model and warm start load transformers, which "
+                         "`stare probe --help` does not",
+    "commands/verl_dryrun.py": "engines.verl.cpu.dryrun loads transformers, which `stare verl-dryrun --help` does not",
+    "engines/verl/cpu/__init__.py": "platform and rollout import verl (optional): only activate() needs them",
+    "evaluation/heldout.py": "models.tokenizer loads transformers (optional): only loading a model needs it",
+    "train/plan.py": "engines.trl.config imports TRL: only building the parser and checking keys need it",
+    "train/run.py": "engines.trl.trainer imports TRL and datasets: only the training itself needs them",
+}
+
+
+def _inner_project_imports(path: Path, root: Path = SRC) -> list[str]:
+    """The imports of ``stare_rl`` modules (relative ones included) inside a function of ``path``."""
+    lines: set[int] = set()
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == "stare_rl"):
+                    lines.add(node.lineno)
+                elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == "stare_rl" for a in node.names):
+                    lines.add(node.lineno)
+    return [f"{path.relative_to(root)}:{n}" for n in sorted(lines)]
+
+
+def test_project_imports_sit_at_the_top() -> None:
+    found = {p: _inner_project_imports(p) for p in sorted(SRC.rglob("*.py"))}
+    hits = [hit for p, inner in found.items() if str(p.relative_to(SRC)) not in INNER_IMPORTS for hit in inner]
+    assert not hits, ("imports of stare_rl inside functions; move them to the top, or, where a cycle or an optional "
+                      "dependency forces them down, add the module to INNER_IMPORTS with the reason:\n"
+                      + "\n".join(hits))
+    stale = [m for m in INNER_IMPORTS if not found.get(SRC / m)]
+    assert not stale, f"no import inside a function any more, drop from INNER_IMPORTS: {stale}"
+
+
+def test_the_import_check_finds_an_inner_import(tmp_path: Path) -> None:
+    bad = tmp_path / "probe.py"
+    bad.write_text("from stare_rl.core import types\n\n\ndef f():\n    from stare_rl.io import runlog\n"
+                   "    import stare_rl.io.cache\n\n    def g():\n        from . import tiny\n"
+                   "        import json\n    return runlog, stare_rl, tiny, json\n")
+    assert _inner_project_imports(bad, tmp_path) == ["probe.py:5", "probe.py:6", "probe.py:9"]

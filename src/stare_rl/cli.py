@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from stare_rl import __version__
 from stare_rl.commands.console import show_progress
 from stare_rl.io.process import PARENT_PID_ENV, exit_with_parent  # noqa: F401  (re-exported)
 
@@ -37,8 +38,6 @@ def main(argv: list[str] | None = None) -> int:
         print(_usage())
         return 0
     if argv[0] in ("-V", "--version"):
-        from stare_rl import __version__
-
         print(f"stare-rl {__version__}")
         return 0
     cmd, rest = argv[0], argv[1:]

@@ -11,6 +11,8 @@ import argparse
 import json
 import sys
 
+from stare_rl.engines.verl.check import check_verl
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -26,7 +28,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from stare_rl.engines.verl.check import check_verl
 
     report = check_verl()
     if args.json:

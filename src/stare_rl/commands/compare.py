@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from stare_rl.compare.run import main as run_main
+
 
 def main(argv: list[str]) -> int:
     """Entry point of ``stare compare``; returns the exit status (2 = bad input, 1 = a cell failed)."""
-    from stare_rl.compare.run import main as run_main
-
     return run_main(argv)

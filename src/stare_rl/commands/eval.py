@@ -15,6 +15,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from stare_rl.evaluation import heldout
+from stare_rl.evaluation.protocol import TASK_PREFIX, load_protocol
+from stare_rl.io.runlog import write_json_atomic
+
+# The tasks, tokenizers, the warm-start reader and the tool evaluation are imported when the command runs:
+# they load transformers, which `stare eval --help` does not.
+
 DEFAULT_PROMPTS = 200
 
 
@@ -133,7 +140,6 @@ def format_source_table(by_source: dict[str, dict[str, Any]]) -> str:
 
 def _protocol_rows(protocol: Any, dataset: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
     """A protocol dataset's rows: its file, or an embedded task's whole test split (``file: task:<name>``)."""
-    from stare_rl.evaluation.protocol import TASK_PREFIX
     from stare_rl.tasks.data import load_dataset_rows
 
     if dataset.file.startswith(TASK_PREFIX):
@@ -145,8 +151,6 @@ def _protocol_rows(protocol: Any, dataset: Any, args: argparse.Namespace) -> lis
 
 def run_protocol(args: argparse.Namespace) -> dict[str, Any]:
     """Every dataset of ``args.protocol`` with its own sample count; the per-dataset metrics and their mean."""
-    from stare_rl.evaluation.heldout import evaluate
-    from stare_rl.evaluation.protocol import load_protocol
     from stare_rl.tasks.rewards import final_number, last_boxed
 
     protocol = load_protocol(args.protocol)
@@ -156,11 +160,11 @@ def run_protocol(args: argparse.Namespace) -> dict[str, Any]:
     by_source: dict[str, dict[str, Any]] = {}
     for dataset, rows in loaded:
         rows = rows[: args.n] if args.n else rows
-        result = evaluate(args.model, None, rows, reward, k=dataset.samples, temperature=protocol.temperature,
-                          top_p=protocol.top_p, max_new_tokens=args.max_new_tokens or protocol.max_new_tokens,
-                          batch_size=args.batch_size, seed=args.seed, greedy=False, pass_ks=dataset.pass_k,
-                          maj_ks=dataset.maj_k, answer_fn=answer_fn, per_row=args.per_row,
-                          progress=not args.no_progress)
+        result = heldout.evaluate(args.model, None, rows, reward, k=dataset.samples, temperature=protocol.temperature,
+                                  top_p=protocol.top_p, max_new_tokens=args.max_new_tokens or protocol.max_new_tokens,
+                                  batch_size=args.batch_size, seed=args.seed, greedy=False, pass_ks=dataset.pass_k,
+                                  maj_ks=dataset.maj_k, answer_fn=answer_fn, per_row=args.per_row,
+                                  progress=not args.no_progress)
         result.pop("by_source", None)
         by_source[dataset.name] = result
     headline = [m[f"avg@{m['k']}"] for m in by_source.values()]
@@ -206,7 +210,6 @@ def main(argv: list[str]) -> int:
         print(f"stare eval: --model {args.model!r} is not a Hugging Face model directory (no config.json)",
               file=sys.stderr)
         return 2
-    from stare_rl.evaluation.heldout import evaluate
 
     try:
         tool_task = None if args.protocol else _tool_task(args)
@@ -221,10 +224,10 @@ def main(argv: list[str]) -> int:
             text = format_table(metrics, source, str(args.model))
         else:
             rows, reward, answer_fn, source, max_new = _rows_and_reward(args)
-            metrics = evaluate(args.model, None, rows, reward, k=args.k, temperature=args.temperature,
-                               top_p=args.top_p, max_new_tokens=max_new, batch_size=args.batch_size,
-                               seed=args.seed, pass_ks=args.pass_k, maj_ks=args.maj_k, answer_fn=answer_fn,
-                               per_row=args.per_row, progress=not args.no_progress)
+            metrics = heldout.evaluate(args.model, None, rows, reward, k=args.k, temperature=args.temperature,
+                                       top_p=args.top_p, max_new_tokens=max_new, batch_size=args.batch_size,
+                                       seed=args.seed, pass_ks=args.pass_k, maj_ks=args.maj_k, answer_fn=answer_fn,
+                                       per_row=args.per_row, progress=not args.no_progress)
             metrics = {"model": str(args.model), "source": source, **metrics}
             text = format_table(metrics, source, str(args.model))
     except (ValueError, FileNotFoundError) as err:
@@ -232,8 +235,6 @@ def main(argv: list[str]) -> int:
         return 2
     print(text)
     if args.out:
-        from stare_rl.io.runlog import write_json_atomic
-
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out, metrics)

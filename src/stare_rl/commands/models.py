@@ -10,6 +10,9 @@ import argparse
 import os
 import sys
 
+from stare_rl.io.cache import cache_dir
+from stare_rl.models.pretrained import PRETRAINED, cached_pretrained, ensure_pretrained, pretrained_dir
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -31,9 +34,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    from stare_rl.io.cache import cache_dir
-    from stare_rl.models.pretrained import PRETRAINED, cached_pretrained, ensure_pretrained, pretrained_dir
-
     args = _parser().parse_args(argv)
     cache = cache_dir(getattr(args, "cache_dir", None))
     if args.action == "list":

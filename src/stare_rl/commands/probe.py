@@ -8,6 +8,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from stare_rl.analysis.probe import CausalLMPolicy, LinearHead, LogitTable, LossSpec, run_probe
+from stare_rl.analysis.probe_data import SampleSpec, sample_probe_batch
+from stare_rl.io.cache import cache_dir
+from stare_rl.models.pretrained import resolve_model
+
+# The tasks, tokenizers, the tiny model and the warm start are imported when the command runs: they load
+# transformers, which `stare probe --help` does not.
+
 QUADS = ("pos_high", "pos_low", "neg_high", "neg_low")
 
 
@@ -66,11 +74,9 @@ def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
 
         tok = build_char_tokenizer(task.alphabet, newline=WARMSTART_NEWLINE)  # the vocabulary of `--model tiny`
         return build_tiny_model(tok, seed=args.seed), tok, "tiny-random"
-    from stare_rl.models.pretrained import resolve_model
 
     path = Path(resolve_model(args.model, args.cache_dir, say=print)).expanduser()  # a stare models name: built
     if args.model == "tiny":
-        from stare_rl.io.cache import cache_dir
         from stare_rl.train.warmstart import warm_start
 
         path = warm_start(args.task, cache_dir(args.cache_dir))
@@ -115,8 +121,6 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     import torch
 
-    from stare_rl.analysis.probe import CausalLMPolicy, LinearHead, LogitTable, LossSpec, run_probe
-    from stare_rl.analysis.probe_data import SampleSpec, sample_probe_batch
     from stare_rl.tasks import get_task
 
     try:

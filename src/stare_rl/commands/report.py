@@ -6,6 +6,8 @@ import argparse
 import logging
 from pathlib import Path
 
+from stare_rl.analysis.report import build_report
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -25,7 +27,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    from stare_rl.analysis.report import build_report
 
     out = args.out or (args.run_dirs[0] / "report" if len(args.run_dirs) == 1 else Path("stare_report"))
     try:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from stare_rl.train.run import main as run_main
+
 
 def main(argv: list[str]) -> int:
     """Entry point of ``stare train``; returns the exit status."""
-    from stare_rl.train.run import main as run_main
-
     return run_main(argv)

@@ -16,6 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from stare_rl.engines.verl.cpu import check_verl_version
+from stare_rl.io.runlog import METRICS_FILE
+from stare_rl.models.pretrained import resolve_model
+
+# stare_rl.engines.verl.cpu.dryrun is imported when the command runs: it loads transformers, which
+# `stare verl-dryrun --help` does not.
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -39,8 +46,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _model_dir(model: str, cache: str | None) -> Path:
     """The dir of ``--model``: a name of ``stare models list`` is built on first use; a dir must hold a model."""
-    from stare_rl.models.pretrained import resolve_model
-
     path = Path(resolve_model(model, cache, say=lambda line: print(line, flush=True))).expanduser().resolve()
     if not (path / "config.json").is_file():
         raise ValueError(f"--model={model!r}: neither a name of `stare models list` nor a Hugging Face model dir "
@@ -53,9 +58,7 @@ def main(argv: list[str]) -> int:
     if args.steps < 1:
         print(f"stare verl-dryrun: error: --steps={args.steps} must be >= 1", file=sys.stderr)
         return 2
-    from stare_rl.engines.verl.cpu import check_verl_version
     from stare_rl.engines.verl.cpu.dryrun import dryrun_command, dryrun_env
-    from stare_rl.io.runlog import METRICS_FILE
 
     try:
         check_verl_version()

@@ -38,7 +38,7 @@ import yaml
 from stare_rl.control.target import parse_target
 from stare_rl.core.legacy import current_settings
 from stare_rl.core.metrics import MEAN_WEIGHT
-from stare_rl.core.registry import declared_metrics
+from stare_rl.core.registry import declared_metrics, get_method, list_methods
 from stare_rl.io.runlog import RunLayout, write_json_atomic, write_text_atomic
 
 logger = logging.getLogger(__name__)
@@ -50,8 +50,6 @@ CELL_CONFIG = "cell.yaml"
 
 def _method_holds_target(train_method: Any) -> bool:
     """Whether a ``stare train`` method holds an entropy target: its config has a ``target_entropy`` field."""
-    from stare_rl.core.registry import get_method, list_methods
-
     if train_method not in list_methods():
         return False
     return "target_entropy" in {f.name for f in dataclasses.fields(get_method(train_method).config_cls)}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from stare_rl.control.base import AdaptiveEntropyCoef
+from stare_rl.control.step import StepController
 from stare_rl.core.entropy_bonus import EntropyBonusConfig
 from stare_rl.core.registry import get_method
 from stare_rl.core.surrogate import SurrogateConfig
@@ -57,12 +59,8 @@ class LossSetup:
 
     def extra_controllers(self) -> dict[str, Any]:
         """Controllers of the set-up rather than the method (fresh instances): the adaptive entropy bonus."""
-        from stare_rl.control.base import AdaptiveEntropyCoef
-
         return {} if self.adaptive_entropy is None else {"adaptive_entropy": AdaptiveEntropyCoef(**self.adaptive_entropy)}
 
     def step_controller(self, group: Any = None) -> Any:
         """A fresh :class:`~stare_rl.control.step.StepController` for this set-up."""
-        from stare_rl.control.step import StepController
-
         return StepController(self.method, self.method_config, extra_controllers=self.extra_controllers(), group=group)

@@ -125,6 +125,7 @@ def count_reflections(texts: Sequence[str], words: Sequence[str]) -> dict[str, f
 
 
 def _load(model_or_dir: Any, tokenizer: Any) -> tuple[Any, Any]:
+    # transformers is optional: only loading a model from a directory needs it (the scoring helpers do not)
     from transformers import AutoModelForCausalLM
 
     from stare_rl.models.tokenizer import load_tokenizer

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from stare_rl.io.cache import cache_dir
 from stare_rl.io.runlog import write_json_atomic
 
 logger = logging.getLogger(__name__)
@@ -229,7 +230,6 @@ def resolve_model(model: str, cache: str | os.PathLike | None = None,
     :func:`stare_rl.io.cache.cache_dir` of ``cache``), anything else (a dir, a Hub id, ``tiny``) unchanged."""
     if not is_pretrained_name(model):
         return model
-    from stare_rl.io.cache import cache_dir
 
     return str(ensure_pretrained(model, cache_dir(cache), say=say))
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from stare_rl.models.tokenizer import build_char_tokenizer
+
 USER, ASSISTANT, CALL, TOOL = "<user>", "<asst>", "<call>", "<tool>"
 ROLE_TOKENS = (USER, ASSISTANT, CALL, TOOL)
 
@@ -100,8 +102,6 @@ def build_tool_tokenizer(alphabet: str, words: Iterable[str] = (), *, newline: b
         A ``PreTrainedTokenizerFast`` with :data:`CHAT_TEMPLATE` and :data:`RESPONSE_SCHEMA` set (both saved
         by ``save_pretrained``). Ids: the char tokenizer's, then ``<user> <asst> <call> <tool>``, then ``words``.
     """
-    from stare_rl.models.tokenizer import build_char_tokenizer
-
     tokenizer = build_char_tokenizer(alphabet, newline=newline)
     tokenizer.add_special_tokens({"additional_special_tokens": list(ROLE_TOKENS)})
     words = [w for w in dict.fromkeys(words) if w]

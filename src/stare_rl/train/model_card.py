@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from stare_rl.models.pretrained import PRETRAINED
+
 _SHOWN = ("avg@{k}", "pass@{k}", "greedy_acc", "mean_response_length", "entropy")
 
 
@@ -24,7 +26,6 @@ def model_card(plan: Any, notes: list[str], steps: int, before: dict[str, Any] |
     """
     ta, grpo, setup = plan.task_args, plan.grpo, plan.setup
     base = "the project's ~1M-parameter tiny model, warm-started by SFT on the task" if ta.model == "tiny" else ta.model
-    from stare_rl.models.pretrained import PRETRAINED
 
     if ta.model in PRETRAINED:
         spec = PRETRAINED[ta.model]

@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from stare_rl.core.legacy import current_flags
+from stare_rl.core.registry import get_method, list_methods
+from stare_rl.engines.trl.options import TARGET_FIELD
+from stare_rl.models.pretrained import is_pretrained_name
 from stare_rl.train.argv import (
     coerce_config_values,
     join_negative_values,
@@ -98,9 +101,8 @@ def build_parser(method: str) -> Any:
     and accepted, with the method's defaults."""
     from transformers import HfArgumentParser
 
-    from stare_rl.core.registry import get_method
+    # imports TRL: only building the parser needs it (importing this module, as compare does, does not)
     from stare_rl.engines.trl.config import SUPERSEDED_FIELDS, StareGRPOConfig, field_default
-    from stare_rl.engines.trl.options import TARGET_FIELD
 
     spec = get_method(method)
     parser = HfArgumentParser(
@@ -139,7 +141,7 @@ def build_parser(method: str) -> Any:
 def _foreign_fields(method: str) -> set[str]:
     """StareGRPOConfig's method fields that ``method`` does not have (refused by name, see _check_keys), less the
     names the step options share (``target_entropy``: also the adaptive bonus's)."""
-    from stare_rl.core.registry import get_method
+    # imports TRL: only checking a run's keys needs it (importing this module, as compare does, does not)
     from stare_rl.engines.trl.config import OPTION_FIELDS, method_field_owners
 
     own = {f.name for f in dataclasses.fields(get_method(method).config_cls)}
@@ -159,8 +161,6 @@ def _known_flags(parser: Any, foreign: set[str]) -> set[str]:
 
 
 def _check_keys(keys: list[str], known: set[str], where: str, method: str) -> None:
-    from stare_rl.core.registry import get_method, list_methods
-
     for key in keys:
         if key in known:
             continue
@@ -219,8 +219,6 @@ CHAT_TASK = "chat_arithmetic"  # the embedded task of a chat model run without a
 def is_chat_model(model: str) -> bool:
     """Whether ``model`` (a name of ``stare models list`` or a local dir) has a chat template, read from its files
     without loading it. A Hub id or an unreadable dir counts as not a chat model."""
-    from stare_rl.models.pretrained import is_pretrained_name
-
     if is_pretrained_name(model):
         return True
     path = Path(model).expanduser()

@@ -27,7 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stare_rl.tasks import Task, get_task
+from stare_rl.evaluation import heldout
+from stare_rl.evaluation.tools import evaluate_tool_task
+from stare_rl.models.tiny import build_tiny_model
+from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
+from stare_rl.tasks import Task, get_task, is_tool_task
 
 logger = logging.getLogger(__name__)
 
@@ -228,10 +232,6 @@ def _train(task: Task, config: WarmStartConfig, seed: int, out: Path, progress: 
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from stare_rl.models.tiny import build_tiny_model
-    from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
-    from stare_rl.tasks import is_tool_task
-
     start, cpu_start = time.perf_counter(), time.process_time()
     tool_task = is_tool_task(task)
     # A tool task brings its own tokenizer (chat template + tool-call tokens): models/tool_tokenizer.py.
@@ -348,16 +348,11 @@ class _StopOnMetric(_make_callback_base()):  # type: ignore[misc]
         self.progress = progress
 
     def measure(self, model: Any, step: int) -> dict[str, Any]:
-        from stare_rl.evaluation.heldout import evaluate
-        from stare_rl.tasks import is_tool_task
-
         if is_tool_task(self.task):
-            from stare_rl.evaluation.tools import evaluate_tool_task
-
             result = evaluate_tool_task(model, self.tokenizer, self.task, self.rows, k=self.config.k, seed=step)
             return self._record(step, result)
-        result = evaluate(model, self.tokenizer, self.rows, self.task.reward, k=self.config.k,
-                          max_new_tokens=self.task.max_completion_chars + 1, seed=step, progress=False)
+        result = heldout.evaluate(model, self.tokenizer, self.rows, self.task.reward, k=self.config.k,
+                                  max_new_tokens=self.task.max_completion_chars + 1, seed=step, progress=False)
         return self._record(step, result)
 
     def _record(self, step: int, result: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from stare_rl.evaluation import heldout
 from stare_rl.io.runlog import METRICS_FILE, MetricsWriter
 
 logger = logging.getLogger(__name__)
@@ -82,12 +83,10 @@ class HeldOutEvalCallback(TrainerCallback):
 
     def measure(self, model: Any, step: int) -> dict[str, float]:
         """One evaluation of ``model``: the ``eval/*`` metrics (module doc)."""
-        from stare_rl.evaluation.heldout import evaluate
-
         start = time.perf_counter()
-        r = evaluate(model, self.tokenizer, self.rows, self.reward_fn, k=self.n, temperature=self.temperature,
-                     top_p=self.top_p, max_new_tokens=self.max_new_tokens, seed=self.seed, progress=False,
-                     pass_ks=self.ks, reflection_words=())
+        r = heldout.evaluate(model, self.tokenizer, self.rows, self.reward_fn, k=self.n, temperature=self.temperature,
+                             top_p=self.top_p, max_new_tokens=self.max_new_tokens, seed=self.seed, progress=False,
+                             pass_ks=self.ks, reflection_words=())
         out = {f"{PREFIX}avg@{self.n}": r[f"avg@{self.n}"]}
         out.update({f"{PREFIX}pass@{k}": r[f"pass@{k}"] for k in self.ks})
         out.update({f"{PREFIX}greedy_acc": r["greedy_acc"], f"{PREFIX}response_length": r["mean_response_length"],

@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from stare_rl.control.base import AdaptiveEntropyCoef
 from stare_rl.control.setup import LossSetup
+from stare_rl.core.advantages import list_advantages
 from stare_rl.core.entropy_bonus import EntropyBonusConfig
 from stare_rl.core.surrogate import SurrogateConfig
 
@@ -70,8 +72,6 @@ class StepOptions:
     )
 
     def __post_init__(self) -> None:
-        from stare_rl.core.advantages import list_advantages
-
         if self.advantage_estimator not in list_advantages():
             raise ValueError(f"advantage_estimator={self.advantage_estimator!r} is not one of {list_advantages()}")
         if self.entropy_bonus not in BONUS_MODES:
@@ -89,8 +89,6 @@ class StepOptions:
 
     def loss_setup(self, method: str, method_config: Any, surrogate: SurrogateConfig) -> LossSetup:
         """The engine-agnostic :class:`LossSetup` (controller settings validated by building them)."""
-        from stare_rl.control.base import AdaptiveEntropyCoef
-
         bonus = adaptive = None
         if self.entropy_bonus == "fixed":
             bonus = EntropyBonusConfig() if self.bonus_coef is None else EntropyBonusConfig(coef=self.bonus_coef)

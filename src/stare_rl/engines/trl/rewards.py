@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from stare_rl.tasks.rewards import safe_rewards
+
 # (completions, rewards) -> {metric name: value}, logged per batch next to reward/errors
 BatchMetrics = Callable[[list[Any], list[float]], dict[str, float]]
 
@@ -37,8 +39,6 @@ def make_reward_func(
         scored: what ``fn`` receives of a completion (default: its text; a tool episode: the messages).
         batch_metrics: further per-batch metrics from the completions and their rewards.
     """
-    from stare_rl.tasks.rewards import safe_rewards
-
     def reward_func(prompts: list, completions: list, **kwargs: Any) -> list[float]:
         answers = kwargs.get(answer_key)
         if answers is None:

@@ -29,6 +29,8 @@ import traceback
 from dataclasses import dataclass, field
 from importlib import metadata
 
+from stare_rl.core.registry import list_methods
+
 ENTRY_POINT_GROUP = "verl.plugins"
 ENTRY_POINT_NAME = "stare_rl"
 ENTRY_POINT_VALUE = "stare_rl.engines.verl.plugin"
@@ -127,8 +129,6 @@ def _entry_point() -> metadata.EntryPoint | None:
 
 
 def _expected() -> list[str]:
-    from stare_rl.core.registry import list_methods
-
     return [NAME_PREFIX + name for name in list_methods()]
 
 

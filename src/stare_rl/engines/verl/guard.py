@@ -24,6 +24,7 @@ from typing import Any
 from stare_rl.control.base import is_memoryless
 from stare_rl.control.step import StepController
 from stare_rl.core.registry import BASELINE_METHOD, get_method
+from stare_rl.engines.verl.adapter import method_config
 
 PLAIN_MODULE = "verl.trainer.main_ppo"
 ENTRY_MODULE = "stare_rl.engines.verl.main"
@@ -36,8 +37,6 @@ def entry_point_reasons(config: Any) -> list[str]:
         config: verl's whole config (OmegaConf). A loss mode that is not a stare-rl method gives ``[]``.
     """
     from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
-
-    from stare_rl.engines.verl.adapter import method_config
 
     policy_loss = config.actor_rollout_ref.actor.policy_loss
     loss_fn = POLICY_LOSS_REGISTRY.get(str(policy_loss.get("loss_mode", BASELINE_METHOD)))  # verl's default mode

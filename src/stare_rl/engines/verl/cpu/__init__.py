@@ -53,6 +53,7 @@ def check_verl_version(version: str | None = None) -> None:
 def activate() -> None:
     """Register the CPU platform, the hf rollout and the CPU fixes (once per process)."""
     check_verl_version()
+    # platform and rollout import verl (optional): only activating the CPU back-end needs them
     from stare_rl.engines.verl.cpu import platform, rollout
 
     platform.register()

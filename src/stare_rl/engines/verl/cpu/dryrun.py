@@ -30,6 +30,10 @@ from typing import Any
 from stare_rl.core.registry import BASELINE_METHOD
 from stare_rl.engines.verl.adapter import verl_field_name
 from stare_rl.engines.verl.cpu import PLATFORM_ENV, PLATFORM_NAME, ROLLOUT_NAME
+from stare_rl.models.tiny import build_tiny_model
+from stare_rl.models.tokenizer import build_char_tokenizer
+from stare_rl.tasks import get_task
+from stare_rl.tasks.rewards import number_reward
 
 DATA_SOURCE = "stare_rl/arithmetic"
 CHAT_SOURCE = "stare_rl/chat_arithmetic"  # a real chat model's data (--model): scored by the final number
@@ -46,7 +50,6 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     group the same reward and zero advantages; the partial credit makes the update non-trivial.
     """
     if data_source == CHAT_SOURCE:  # a real chat model answers in words: no partial credit needed
-        from stare_rl.tasks.rewards import number_reward
 
         return number_reward(solution_str, ground_truth)
     text = solution_str.split("<eos>")[0].strip()
@@ -63,10 +66,6 @@ def build_assets(out: str | Path, *, n_train: int = 64, n_test: int = 16, seed: 
     With ``model`` (a real chat model's dir), that model is used as it is and the data are the chat questions of
     the ``chat_arithmetic`` task (``chat_*.parquet``), scored by the final number the model writes."""
     import pandas as pd
-
-    from stare_rl.models.tiny import build_tiny_model
-    from stare_rl.models.tokenizer import build_char_tokenizer
-    from stare_rl.tasks import get_task
 
     out = Path(out).expanduser().resolve()
     prefix = "chat_" if model is not None else ""
