@@ -4,7 +4,10 @@
 #   WHEELS=.whl bash scripts/gpu_check.sh     # first install the wheels in .whl (a machine without trl, offline)
 # 1. the tests marked cuda (tests/test_cuda.py): the core against the CPU, the TRL trainer and `stare train` in bf16;
 # 2. the loss benchmark on the GPU at 131k and 1M tokens, and at 1M with torch.compile for the selection methods;
-# 3. real GRPOTrainer steps at V = 151,936 with a ~40M-parameter model: plain TRL, the adapter, STARE, STEER, 80/20.
+# 3. real GRPOTrainer steps at V = 151,936 with a ~40M-parameter model: plain TRL, the adapter, STARE, STEER, 80/20;
+# 4. `stare train` as a user starts it (no arguments but a shorter GRPO run: TRAIN_STEPS, default 100): the tiny
+#    model's warm start in float32, then GRPO in bf16 (TRL's default on a GPU), the held-out evaluation.
+# STARE_COMMIT (optional) is written into env.txt: the machine's copy of the tree has no .git.
 # Each part has its own time limit, so that one hang leaves the others' logs. Exit status: the tests'.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +24,7 @@ export PYTHONPATH="$PWD/src:${PYTHONPATH:-}" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLE
   python3 -c 'import torch, transformers, trl, datasets; print("torch", torch.__version__, "cuda", torch.version.cuda,
 "| transformers", transformers.__version__, "| trl", trl.__version__, "| datasets", datasets.__version__)'
   nproc
+  echo "commit ${STARE_COMMIT:-unknown}"
 } > "$out/env.txt" 2>&1
 cat "$out/env.txt"
 
@@ -42,4 +46,11 @@ echo "losses B=512 T=2048 compiled: exit $?"; grep -v "^W1\|^  \|^$" "$out/losse
 timeout "${STEP_TIMEOUT:-200}" python3 benchmarks/bench_step_vocab.py --device cuda --hidden 256 --batch 32 \
   --generations 8 --completion 32 --steps 4 --warmup 1 --repeats "${STEP_REPEATS:-2}" > "$out/step_vocab.txt" 2>&1
 echo "step_vocab: exit $?"; cat "$out/step_vocab.txt"
+
+train_dir="$(mktemp -d)"
+STARE_RL_CACHE="$train_dir/cache" timeout "${TRAIN_TIMEOUT:-200}" python3 -m stare_rl.cli train \
+  --output_dir "$train_dir/run" --max_steps "${TRAIN_STEPS:-100}" > "$out/train.txt" 2>&1
+train_rc=$?
+{ echo "exit $train_rc"; cat "$train_dir/run/eval.json" 2>/dev/null; echo; } >> "$out/train.txt"
+echo "stare train (${TRAIN_STEPS:-100} GRPO steps): exit $train_rc"; tail -15 "$out/train.txt"
 exit "$tests_rc"

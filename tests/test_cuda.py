@@ -131,6 +131,23 @@ def test_the_trl_trainer_trains_in_bf16_on_cuda_with_the_gate_and_quadrants(tmp_
     assert any(not torch.equal(p.detach().cpu(), before[n].cpu()) for n, p in trainer.model.named_parameters())
 
 
+def test_the_auto_fallback_bonus_acts_on_cuda_in_bf16(tmp_path: Path) -> None:
+    """tests/methods/stare/test_auto_fallback.py's run on the GPU in bf16: W reaches its bound, the bonus takes
+    the rest of the demand (within its cap), the entropy reaches the loss with its gradient, nothing NaN."""
+    pytest.importorskip("trl")
+    from test_auto_fallback import fallback_trainer
+
+    trainer = fallback_trainer(tmp_path / "run", use_cpu=False)
+    assert trainer.args.bf16 is True
+    trainer.train()
+    logs = [r for r in trainer.state.log_history if "loss" in r]
+    assert len(logs) == 4 and all(r["loss"] == r["loss"] for r in logs)  # noqa: PLR0124  (no NaN)
+    actuators = [r["control/auto_actuator"] for r in logs]
+    assert actuators == sorted(actuators) and actuators[-1] == 2.0  # selection first, then selection + bonus
+    assert 0.0 < logs[-1]["control/entropy_coef"] <= 0.5
+    assert logs[-1]["control/reweight_w"] == pytest.approx(1.5)
+
+
 @pytest.mark.slow
 def test_a_killed_cuda_run_resumed_from_its_checkpoint_matches_the_uninterrupted_one(tmp_path: Path) -> None:
     """tests/train/test_resume.py on the GPU: controller state included; CUDA kernels may reorder sums, so the

@@ -158,10 +158,9 @@ def test_two_bonus_controllers_are_refused() -> None:
         LossSetup("stare", cfg, adaptive_entropy={"target_entropy": 0.3})
 
 
-@pytest.mark.slow
-def test_trl_run_hands_the_demand_to_the_bonus(tmp_path: Path) -> None:
-    """Real TRL: a target far above the start drives W to its bound (1.5) in two steps; then the bonus acts, the
-    entropy is computed with its gradient and each step logs which actuator acted."""
+def fallback_trainer(out: Path, **grpo: object) -> object:
+    """A real TRL STARE C2 trainer whose target (3x the start) drives W to its bound (1.5) in two steps, with the
+    bonus as the fallback (cap 0.5); ``grpo`` overrides the GRPO settings (tests/test_cuda.py: ``use_cpu=False``)."""
     from datasets import Dataset
 
     from stare_rl.engines.trl.config import StareGRPOConfig
@@ -177,15 +176,23 @@ def test_trl_run_hands_the_demand_to_the_bonus(tmp_path: Path) -> None:
     def digits(prompts: list, completions: list, **kwargs: object) -> list[float]:
         return [sum(ch.isdigit() for ch in text) / max(len(text), 1) for text in completions]
 
-    args = StareGRPOConfig(
+    settings: dict = dict(
         method="stare", variant="C2", weight_control="auto", target_entropy="3x", auto_w_max=1.5,
         auto_fallback="bonus", auto_bonus_max=0.5, quadrant_metrics=False,
-        output_dir=str(tmp_path), per_device_train_batch_size=16, num_generations=4, max_completion_length=5,
+        output_dir=str(out), per_device_train_batch_size=16, num_generations=4, max_completion_length=5,
         learning_rate=1e-3, max_steps=4, save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True,
         report_to="none", lr_scheduler_type="constant",
     )
-    trainer = StareGRPOTrainer(model=model, reward_funcs=digits, args=args, processing_class=tok,
-                               train_dataset=Dataset.from_list(task.make_split("train", 64, 0)))
+    args = StareGRPOConfig(**{**settings, **grpo})
+    return StareGRPOTrainer(model=model, reward_funcs=digits, args=args, processing_class=tok,
+                            train_dataset=Dataset.from_list(task.make_split("train", 64, 0)))
+
+
+@pytest.mark.slow
+def test_trl_run_hands_the_demand_to_the_bonus(tmp_path: Path) -> None:
+    """Real TRL: a target far above the start drives W to its bound (1.5) in two steps; then the bonus acts, the
+    entropy is computed with its gradient and each step logs which actuator acted."""
+    trainer = fallback_trainer(tmp_path)
     trainer.train()
     logs = [r for r in trainer.state.log_history if "loss" in r]
     assert [r["control/auto_actuator"] for r in logs] == [1.0, 2.0, 2.0, 2.0]  # u: 0.25, 0.5, 0.75, 1.0 > log 1.5
