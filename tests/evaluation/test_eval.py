@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from _sampling import reference_sampling_entropy
 from stare_rl.evaluation.heldout import count_reflections, evaluate, pass_at_k
 from stare_rl.models.tiny import build_tiny_model
 from stare_rl.models.tokenizer import build_char_tokenizer
@@ -192,3 +193,38 @@ def test_stare_eval_protocol_and_per_source_tables(tiny_dir, tmp_path, capsys) -
     assert set(result["by_source"]) == {"a", "b"} and result["by_source"]["a"]["n"] == 3
     assert main(["--model", str(tiny_dir), "--protocol", str(proto)]) == 2  # relative files need --data-dir
     assert "--data-dir" in capsys.readouterr().err
+
+
+
+@pytest.mark.parametrize("temperature, top_p", [(1.0, 1.0), (0.7, 0.9)])
+def test_the_sampling_entropy_hook_equals_the_stored_logits(tiny_dir, temperature: float, top_p: float) -> None:
+    """heldout._generate's entropy (a forward hook, one step's logits alive at a time) is the entropy of HF's
+    stored logits, token for token, and the samples are the same: the hook draws no random numbers."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from stare_rl.evaluation.heldout import _generate
+    from stare_rl.models.tokenizer import load_tokenizer
+
+    model, tok = AutoModelForCausalLM.from_pretrained(tiny_dir).eval(), load_tokenizer(tiny_dir)
+    prompts = ["12+34=", "7+8=", "50+50="]
+    with torch.no_grad():
+        want_texts, want = reference_sampling_entropy(model, tok, prompts, 4, temperature, top_p, seed=3)
+        torch.manual_seed(3)
+        texts, _, got = _generate(model, tok, prompts, sample=True, k=4, temperature=temperature, top_p=top_p,
+                                  max_new_tokens=6)
+    assert texts == want_texts
+    assert got.shape == (12,) and torch.allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert model._forward_hooks == {}  # the hook is removed
+
+
+def test_step_entropy_takes_the_last_forwards_and_names_a_shortfall() -> None:
+    import torch
+
+    from stare_rl.evaluation.heldout import step_entropy
+
+    steps = [torch.full((2,), float(i)) for i in range(5)]  # e.g. a prefill in two forwards, then 3 tokens
+    assert step_entropy(steps, 3).tolist() == [[2.0, 3.0, 4.0], [2.0, 3.0, 4.0]]
+    assert step_entropy(steps, 0).shape == (2, 0)
+    with pytest.raises(RuntimeError, match="2 forwards for 3 generated tokens"):
+        step_entropy(steps[:2], 3)

@@ -79,6 +79,28 @@ def test_the_built_dir_is_a_normal_hf_chat_model_that_ends_its_turn(real_lm: Pat
     assert "5" in tok.decode(reply, skip_special_tokens=True)
 
 
+def test_the_evaluations_sampling_entropy_on_the_real_lm_equals_the_stored_logits(real_lm: Path) -> None:
+    """The held-out evaluation's entropy hook on SmolLM2 (V = 49,152, chat prompts, T 1.0 / top_p 0.7 as the
+    papers' protocol) gives the entropy of HF's stored logits, and the same samples."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from _sampling import reference_sampling_entropy
+    from stare_rl.evaluation.heldout import _generate
+    from stare_rl.models.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(real_lm)
+    model = AutoModelForCausalLM.from_pretrained(real_lm).eval()
+    prompts = [tok.apply_chat_template([{"role": "user", "content": f"What is {a} + {b}? Reply with just the number."}],
+                                       tokenize=False, add_generation_prompt=True) for a, b in ((2, 3), (7, 5))]
+    with torch.no_grad():
+        want_texts, want = reference_sampling_entropy(model, tok, prompts, 2, 1.0, 0.7, seed=0, max_new_tokens=8)
+        torch.manual_seed(0)
+        texts, _, got = _generate(model, tok, prompts, sample=True, k=2, temperature=1.0, top_p=0.7, max_new_tokens=8)
+    assert texts == want_texts
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4) and bool((got > 0).all())
+
+
 @pytest.fixture(scope="module")
 def trl_run(real_lm: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     """``stare train --model smollm2-135m-instruct`` (the real-model base, chat_arithmetic) for 2 steps."""
@@ -138,6 +160,27 @@ def test_stare_eval_with_the_papers_sampling_and_stare_report_on_the_trl_run(trl
     assert ds["n"] == 2 and 0.0 <= ds["avg@4"] <= ds["pass@4"] <= 1.0
     assert cli.main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
     assert (tmp_path / "report" / "report.html").is_file() and (tmp_path / "report" / "entropy.png").is_file()
+
+
+def test_stare_compare_on_the_real_lm_by_name_scores_the_cells_against_the_starting_model(real_lm: Path,
+                                                                                          tmp_path: Path) -> None:
+    """``stare compare`` with ``model: smollm2-135m-instruct`` (the name, as the real-LM study's grid has it): the
+    cell trains and evaluates, and the reference evaluation of the starting model loads the built dir (it passed
+    the name to the loader and crashed after the study's second cell, 2026-11-27)."""
+    import yaml
+
+    grid = {"out": str(tmp_path / "grid"), "seeds": [0], "parallel": 1,
+            "base": {"model": NAME, "task": "chat_arithmetic", "max_steps": 1, "save_steps": 1,
+                     "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
+                     "train_size": 8, "eval_size": 2, "eval_k": 2, "torch_threads": 1, "report_to": "none"},
+            "methods": {"grpo": {"method": "vanilla"}}}
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    proc = subprocess.run([sys.executable, "-m", "stare_rl.cli", "compare", "--config", str(tmp_path / "grid.yaml")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    reference = json.loads((tmp_path / "grid" / "reference" / "warm_start" / "seed0" / "eval.json").read_text())
+    assert reference["model"] == str(real_lm) and reference["n"] == 2
+    assert (tmp_path / "grid" / "runs" / "grpo" / "seed0" / "eval.json").is_file()
 
 
 def test_a_users_trl_script_with_lora_trains_only_the_adapter(real_lm: Path, tmp_path: Path) -> None:

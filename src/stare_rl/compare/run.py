@@ -57,6 +57,7 @@ from stare_rl.evaluation import heldout
 from stare_rl.io.cache import cache_dir
 from stare_rl.io.process import PARENT_PID_ENV
 from stare_rl.io.runlog import write_json_atomic, write_text_atomic
+from stare_rl.models.pretrained import resolve_model
 from stare_rl.train import warmstart
 from stare_rl.train.plan import plan_run
 from stare_rl.train.prepare import prepare
@@ -108,10 +109,11 @@ def validate_cells(grid: Grid) -> dict[str, Any]:
 
 
 def _starting_model(plan: Any) -> str:
-    """The model a plan starts from: for ``model: tiny`` the cached warm start, called as ``stare train`` does."""
+    """The model a plan starts from: for ``model: tiny`` the cached warm start, called as ``stare train`` does; a
+    ``stare models`` name (``smollm2-135m-instruct``) its built dir, as ``stare train`` resolves it."""
     ta = plan.task_args
     if ta.model != "tiny":
-        return str(ta.model)
+        return resolve_model(str(ta.model), cache_dir(ta.cache_dir))
     ws = getattr(plan, "warmstart", None)  # stare train's warm-start settings (None: WarmStartConfig defaults)
     kwargs = {} if ws is None else {"seed": ws.warmstart_seed, "config": ws.warmstart_config()}
     # the grid's torch_threads, as stare train applies it: the same thread count gives the same cached bits, and

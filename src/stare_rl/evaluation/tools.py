@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from stare_rl.evaluation.heldout import pass_at_k
+from stare_rl.evaluation.heldout import pass_at_k, sampling_entropy, step_entropy
 from stare_rl.tasks.tool_episodes import episode_stats, summarize_episodes
 
 
@@ -73,15 +73,12 @@ def play_episodes(
         kwargs: dict[str, Any] = {"do_sample": sample}
         if sample:
             kwargs.update(temperature=temperature, top_k=0, top_p=1.0)
-        out = model.generate(input_ids=ids.to(model.device), attention_mask=attn.to(model.device),
-                             max_new_tokens=budget, pad_token_id=tokenizer.pad_token_id,
-                             eos_token_id=tokenizer.eos_token_id, return_dict_in_generate=True,
-                             output_logits=sample, **kwargs)
+        with sampling_entropy(model, temperature) as steps:
+            out = model.generate(input_ids=ids.to(model.device), attention_mask=attn.to(model.device),
+                                 max_new_tokens=budget, pad_token_id=tokenizer.pad_token_id,
+                                 eos_token_id=tokenizer.eos_token_id, return_dict_in_generate=True, **kwargs)
         gen = out.sequences[:, width:].cpu()  # (A, L)
-        ent = None
-        if sample and out.logits:
-            logp = torch.log_softmax(torch.stack(out.logits, dim=1).float() / temperature, dim=-1)  # (A, L, V)
-            ent = -(logp.exp() * logp).sum(-1).cpu()  # (A, L)
+        ent = step_entropy(steps, gen.shape[1]) if sample else None  # (A, L)
         still = []
         for row, i in enumerate(active):
             new = gen[row].tolist()
