@@ -31,23 +31,25 @@ def step(ctrl: Controller, h: float) -> dict:
 
 
 def test_adaptive_entropy_coef_trajectory_bounds_and_resume() -> None:
-    ctl = AdaptiveEntropyCoef(target_entropy=0.3, step=0.002, coef_min=0.0, coef_max=0.005, init=0.001)
+    ctl = AdaptiveEntropyCoef(target_entropy=0.3, bonus_step=0.002, bonus_coef_min=0.0, bonus_coef_max=0.005,
+                              bonus_coef=0.001)
     assert step(ctl, 0.1)["entropy_coef"] == pytest.approx(0.003)
     assert step(ctl, 0.1)["entropy_coef"] == pytest.approx(0.005)
     assert step(ctl, 0.1)["entropy_coef"] == pytest.approx(0.005)  # capped
     assert step(ctl, 0.5)["entropy_coef"] == pytest.approx(0.003)
     for _ in range(4):
         step(ctl, 0.5)
-    assert ctl.coef == 0.0
+    assert ctl.entropy_coef == 0.0
     assert ctl.context() == {"entropy_coef": 0.0}
     assert ctl.metrics() == {"entropy_coef": 0.0, "target_entropy": 0.3}
-    other = AdaptiveEntropyCoef(target_entropy=0.3, step=0.002, coef_min=0.0, coef_max=0.005, init=0.001)
+    other = AdaptiveEntropyCoef(target_entropy=0.3, bonus_step=0.002, bonus_coef_min=0.0, bonus_coef_max=0.005,
+                              bonus_coef=0.001)
     other.load_state_dict(ctl.state_dict())
     assert step(other, 0.2) == step(ctl, 0.2)
-    with pytest.raises(ValueError, match="init=0.5"):
-        AdaptiveEntropyCoef(init=0.5)
-    with pytest.raises(ValueError, match="step=-1"):
-        AdaptiveEntropyCoef(step=-1.0)
+    with pytest.raises(ValueError, match="bonus_coef=0.5"):
+        AdaptiveEntropyCoef(bonus_coef=0.5)
+    with pytest.raises(ValueError, match="bonus_step=-1"):
+        AdaptiveEntropyCoef(bonus_step=-1.0)
 
 
 def test_step_controller_merges_controllers_and_global_stats() -> None:

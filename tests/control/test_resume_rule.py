@@ -66,11 +66,11 @@ def test_every_controller_declares_settings_present_in_its_state() -> None:
 def test_each_changed_setting_is_refused_naming_field_and_both_values(label: str, ctrl: Any) -> None:
     saved = json.loads(json.dumps(ctrl.state_dict()))
     ctrl.load_state_dict(saved)  # the same settings: accepted
-    for key, field in ctrl.settings.items():
-        other = {**saved, key: _changed(saved[key])}
+    for field in ctrl.settings:
+        other = {**saved, field: _changed(saved[field])}
         with pytest.raises(ValueError) as err:
             ctrl.load_state_dict(other)
-        message = f"{field}: saved {setting_value(other[key])!r}, requested {setting_value(saved[key])!r}"
+        message = f"{field}: saved {setting_value(other[field])!r}, requested {setting_value(saved[field])!r}"
         assert message in str(err.value), (label, str(err.value))
     assert ctrl.state_dict() == saved  # nothing was restored from a refused state
 
@@ -89,7 +89,18 @@ def test_gate_hand_built_state() -> None:
 
 
 def test_weight_schedule_hand_built_state() -> None:
-    sch = StareWeightSchedule(reweight_w=1.1, reweight_m=0.9, target_entropy=0.5, alpha=0.01, w_max=1.5, m_min=0.5)
+    """Today's layout (each setting under its config name, the current W and M as ``w``/``m``), and checkpoints
+    written before it (``alpha``, ``w_max``, ``m_min``, ``init_w``/``init_m``, the current W/M as ``reweight_w``/
+    ``reweight_m``), read through ``upgrade_state``."""
+    sch = StareWeightSchedule(reweight_w=1.1, reweight_m=0.9, target_entropy=0.5, weight_alpha=0.01,
+                              weight_w_max=1.5, weight_m_min=0.5)
+    today = {"target_entropy": 0.5, "weight_alpha": 0.01, "weight_w_max": 1.5, "weight_m_min": 0.5,
+             "reweight_w": 1.1, "reweight_m": 0.9, "w": 1.25, "m": 0.75}
+    sch.load_state_dict(today)
+    assert sch.context() == {"reweight_w": 1.25, "reweight_m": 0.75}
+    assert {**sch.state_dict(), "target_entropy": 0.5} == today  # the target saves its own state
+    with pytest.raises(ValueError, match=r"reweight_w: saved 1\.2, requested 1\.1"):
+        sch.load_state_dict({**today, "reweight_w": 1.2})
     state = {"target_entropy": 0.5, "alpha": 0.01, "w_max": 1.5, "m_min": 0.5, "init_w": 1.1, "init_m": 0.9,
              "reweight_w": 1.3, "reweight_m": 0.7}
     sch.load_state_dict(state)
@@ -103,7 +114,7 @@ def test_weight_schedule_hand_built_state() -> None:
     # a checkpoint written before the initial W/M were recorded: those two are not compared
     legacy = {k: v for k, v in state.items() if k not in ("init_w", "init_m")}
     sch.load_state_dict(legacy)
-    assert sch.reweight_w == 1.3
+    assert (sch.w, sch.reweight_w) == (1.3, 1.1)
 
 
 def test_auto_weight_hand_built_state_and_older_nested_layout() -> None:
@@ -121,7 +132,7 @@ def test_auto_weight_hand_built_state_and_older_nested_layout() -> None:
     assert resumed.metrics() == ctrl.metrics()
     with pytest.raises(ValueError, match=r"auto_kp: saved 4\.0, requested 16\.0"):
         AutoWeightController(0.5).load_state_dict({**nested, "config": {**nested["config"], "kp": 4.0}})
-    assert AutoWeightController(0.5, AutoWeightConfig(auto_kp=4.0)).settings["auto_kp"] == "auto_kp"
+    assert "auto_kp" in AutoWeightController(0.5, AutoWeightConfig(auto_kp=4.0)).settings
 
 
 def test_entropic_hand_built_state() -> None:
@@ -138,9 +149,16 @@ def test_entropic_hand_built_state() -> None:
 
 def test_adaptive_entropy_hand_built_state() -> None:
     ctrl = AdaptiveEntropyCoef(target_entropy=0.5)
+    today = {"target_entropy": 0.5, "bonus_step": 5e-4, "bonus_coef_min": 0.0, "bonus_coef_max": 0.01,
+             "bonus_coef": 0.001, "entropy_coef": 0.003}
+    ctrl.load_state_dict(today)
+    assert ctrl.entropy_coef == 0.003 and {**ctrl.state_dict(), "target_entropy": 0.5} == today
+    with pytest.raises(ValueError, match=r"bonus_step: saved 0\.001, requested 0\.0005"):
+        ctrl.load_state_dict({**today, "bonus_step": 1e-3})
+    # written before the settings took their config names: step, coef_min, coef_max, init; the current c as coef
     state = {"target_entropy": 0.5, "step": 5e-4, "coef_min": 0.0, "coef_max": 0.01, "init": 0.001, "coef": 0.004}
     ctrl.load_state_dict(state)
-    assert ctrl.coef == 0.004
+    assert ctrl.entropy_coef == 0.004
     with pytest.raises(ValueError, match=r"target_entropy: saved 0\.3, requested 0\.5"):
         ctrl.load_state_dict({**state, "target_entropy": 0.3})
     ctrl.load_state_dict({k: v for k, v in state.items() if k != "init"})  # older checkpoints: no "init"

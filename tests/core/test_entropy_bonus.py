@@ -96,7 +96,7 @@ def test_coef_zero_changes_nothing() -> None:
 
 
 def test_context_coefficient_from_the_adaptive_controller_overrides_the_config() -> None:
-    ctrl = AdaptiveEntropyCoef(target_entropy=0.3, step=5e-4, init=0.001)
+    ctrl = AdaptiveEntropyCoef(target_entropy=0.3, bonus_step=5e-4, bonus_coef=0.001)
     ctrl.update(StepObservation(entropy=0.1, step=0))  # entropy below target: coefficient goes up one step
     ctx = LossContext(stats=ctrl.context())
     assert resolve_entropy_coef(EntropyBonusConfig(coef=0.5), ctx) == pytest.approx(0.0015)

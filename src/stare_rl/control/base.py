@@ -54,14 +54,14 @@ class Controller(Protocol):
     history, no step count), so an engine without per-step driver state (verl's plugin-only path) may update
     it from a micro-batch estimate of the batch entropy. Absent means False.
 
-    ``settings`` declares the controller's *state-defining* settings: ``{state_dict key: the config field that
-    sets it}``. Its saved state is only meaningful under those values, so a resumed run whose requested value
+    ``settings`` names the controller's *state-defining* settings: the config fields that set them, which are
+    also their ``state_dict`` keys and the controller's attribute names (one spelling). Its saved state is only meaningful under those values, so a resumed run whose requested value
     differs is refused (:func:`setting_differences`, one rule for every controller; docs/train.md "Resuming").
     ``load_state_dict`` restores the dynamic state only, after checking the settings with :func:`require_same_settings`.
     An optional ``upgrade_state(state) -> state`` (a static method) rewrites a state saved in an older layout.
     """
 
-    settings: ClassVar[Mapping[str, str]]
+    settings: ClassVar[tuple[str, ...]]
 
     def update(self, obs: StepObservation) -> None: ...
 
@@ -88,18 +88,23 @@ def _check_non_negative(name: str, value: float) -> None:
         raise ValueError(f"{name}={value} must be a finite value >= 0")
 
 
+def current_state(controller: Any, saved: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``saved`` in today's layout: the controller's ``upgrade_state`` (if it has one) applied, else unchanged."""
+    upgrade = getattr(controller, "upgrade_state", None)
+    return upgrade(dict(saved)) if upgrade is not None else saved
+
+
 def setting_differences(controller: Any, saved: Mapping[str, Any]) -> list[str]:
     """``"<field>: saved <a>, requested <b>"`` for each state-defining setting (``controller.settings``) whose value
     in the saved state differs from ``controller``'s own (the requested one); empty when they all agree.
 
     A setting that the saved state does not record (a checkpoint written before it was recorded) is not compared.
     """
-    upgrade = getattr(controller, "upgrade_state", None)
-    saved = upgrade(dict(saved)) if upgrade is not None else saved
+    saved = current_state(controller, saved)
     requested = controller.state_dict()
-    return [f"{field}: saved {setting_value(saved[key])!r}, requested {setting_value(requested[key])!r}"
-            for key, field in controller.settings.items()
-            if key in saved and setting_value(saved[key]) != setting_value(requested[key])]
+    return [f"{field}: saved {setting_value(saved[field])!r}, requested {setting_value(requested[field])!r}"
+            for field in controller.settings
+            if field in saved and setting_value(saved[field]) != setting_value(requested[field])]
 
 
 def require_same_settings(controller: Any, saved: Mapping[str, Any]) -> None:
@@ -120,8 +125,10 @@ def controller_state(controller: Any) -> dict[str, Any]:
 
 
 def load_controller_state(controller: Any, state: Mapping[str, Any]) -> None:
-    """Restore :func:`controller_state`: the settings must match (ValueError naming each that differs), then
-    the target and every ``_DYNAMIC`` value (``None`` stays ``None``: "not measured yet")."""
+    """Restore :func:`controller_state` (an older layout upgraded first): the settings must match (ValueError
+    naming each that differs), then the target and every ``_DYNAMIC`` value (``None`` stays ``None``: "not
+    measured yet")."""
+    state = current_state(controller, state)
     require_same_settings(controller, state)
     controller.target.load_state_dict(state["target_entropy"])
     for k in controller._DYNAMIC:
@@ -135,37 +142,37 @@ def _sign(x: float) -> float:
 class AdaptiveEntropyCoef:
     """Adaptive entropy-bonus coefficient (in the spirit of Skywork-OR1's adaptive entropy control).
 
-    ``c <- clip(c + step * sgn(H_tgt - H), coef_min, coef_max)``: the bonus grows while the entropy is below
-    the target and shrinks above it. Defaults are ours, not a paper's: target 0.3 (STARE's, to compare the
+    ``c <- clip(c + bonus_step * sgn(H_tgt - H), bonus_coef_min, bonus_coef_max)`` from ``c = bonus_coef``: the
+    bonus grows while the entropy is below the target and shrinks above it; the current c is ``entropy_coef``. Defaults are ours, not a paper's: target 0.3 (STARE's, to compare the
     baselines at the same target), init 0.001 (verl's historical fixed ``entropy_coeff``), step 5e-4, range
     [0, 0.01]. ``target_entropy`` may be relative to the start entropy (``"0.5x"``, :mod:`stare_rl.control.target`).
     """
 
-    settings: ClassVar[Mapping[str, str]] = {  # state key -> the stare train field (engines/trl/options.py)
-        "target_entropy": "target_entropy", "step": "bonus_step", "coef_min": "bonus_coef_min",
-        "coef_max": "bonus_coef_max", "init": "bonus_coef",
-    }
-    _DYNAMIC = ("coef",)
+    settings: ClassVar[tuple[str, ...]] = (  # the stare train fields (engines/trl/options.py) of these names
+        "target_entropy", "bonus_step", "bonus_coef_min", "bonus_coef_max", "bonus_coef",
+    )
+    _DYNAMIC = ("entropy_coef",)
 
     def __init__(
         self,
         target_entropy: float | str = 0.3,
-        step: float = 5e-4,
-        coef_min: float = 0.0,
-        coef_max: float = 0.01,
-        init: float = 0.001,
+        bonus_step: float = 5e-4,
+        bonus_coef_min: float = 0.0,
+        bonus_coef_max: float = 0.01,
+        bonus_coef: float = 0.001,
     ) -> None:
         self.target = EntropyTarget(target_entropy)
-        _check_non_negative("step", step)
-        if not (0.0 <= coef_min <= coef_max and math.isfinite(coef_max)):
-            raise ValueError(
-                f"coef_min={coef_min}, coef_max={coef_max} must satisfy 0 <= coef_min <= coef_max"
-            )
-        if not coef_min <= init <= coef_max:
-            raise ValueError(f"init={init} must be in [coef_min={coef_min}, coef_max={coef_max}]")
-        self.step = float(step)
-        self.coef_min, self.coef_max, self.init = float(coef_min), float(coef_max), float(init)
-        self.coef = self.init
+        _check_non_negative("bonus_step", bonus_step)
+        if not (0.0 <= bonus_coef_min <= bonus_coef_max and math.isfinite(bonus_coef_max)):
+            raise ValueError(f"bonus_coef_min={bonus_coef_min}, bonus_coef_max={bonus_coef_max} must satisfy "
+                             "0 <= bonus_coef_min <= bonus_coef_max")
+        if not bonus_coef_min <= bonus_coef <= bonus_coef_max:
+            raise ValueError(f"bonus_coef={bonus_coef} must be in [bonus_coef_min={bonus_coef_min}, "
+                             f"bonus_coef_max={bonus_coef_max}]")
+        self.bonus_step = float(bonus_step)
+        self.bonus_coef_min, self.bonus_coef_max = float(bonus_coef_min), float(bonus_coef_max)
+        self.bonus_coef = float(bonus_coef)
+        self.entropy_coef = self.bonus_coef  # the current coefficient
 
     @property
     def target_entropy(self) -> float:
@@ -176,16 +183,27 @@ class AdaptiveEntropyCoef:
         """Move the coefficient one step."""
         target = self.target.resolve(start_entropy_of(obs))
         sign = _sign(target - _check_entropy(obs.entropy))
-        self.coef = min(max(self.coef + self.step * sign, self.coef_min), self.coef_max)
+        self.entropy_coef = min(max(self.entropy_coef + self.bonus_step * sign, self.bonus_coef_min),
+                                self.bonus_coef_max)
 
     def context(self) -> dict[str, Any]:
-        return {"entropy_coef": self.coef}
+        return {"entropy_coef": self.entropy_coef}
 
     def metrics(self) -> dict[str, float]:
-        return {"entropy_coef": self.coef, "target_entropy": self.target_entropy}
+        return {"entropy_coef": self.entropy_coef, "target_entropy": self.target_entropy}
 
     def state_dict(self) -> dict[str, Any]:
         return controller_state(self)
+
+    @staticmethod
+    def upgrade_state(state: dict[str, Any]) -> dict[str, Any]:
+        """A state saved before the settings took their config names (``step``, ``coef_min``, ``coef_max``,
+        ``init``; the current coefficient under ``coef``) in today's names."""
+        if "coef" not in state:
+            return state
+        old = {"step": "bonus_step", "coef_min": "bonus_coef_min", "coef_max": "bonus_coef_max", "init": "bonus_coef",
+               "coef": "entropy_coef"}
+        return {old.get(k, k): v for k, v in state.items()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         load_controller_state(self, state)

@@ -9,6 +9,8 @@ old name                              today's name                  why
 ====================================  ============================  =============================================
 ``bonus_target_entropy``              ``target_entropy``            one name for the entropy target of whichever
                                                                     mechanism holds one (issue 44)
+``stare_gate`` (verl ``policy_loss``)  ``gate_entropy``              an adapter setting of every memoryless
+                                                                    controller, not a STARE field (issue 44)
 ====================================  ============================  =============================================
 """
 
@@ -20,7 +22,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-RENAMED_SETTINGS: Mapping[str, str] = {"bonus_target_entropy": "target_entropy"}
+RENAMED_SETTINGS: Mapping[str, str] = {"bonus_target_entropy": "target_entropy", "stare_gate": "gate_entropy"}
 
 
 def _deprecated(old: str, new: str, where: str) -> None:

@@ -32,7 +32,6 @@ mapped to ±1. The method declares ``needs_rewards``; both engines hand the loss
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -119,10 +118,7 @@ class EntrocraftBand:
     Not memoryless: the annealed band depends on the step, and a relative target on the start entropy.
     """
 
-    settings: ClassVar[Mapping[str, str]] = {  # state key -> the Entrocraft config field that sets it
-        "target_entropy": "target_entropy", "band": "band", "anneal": "anneal",
-        "anneal_end_fraction": "anneal_end_fraction", "anneal_steps": "anneal_steps",
-    }
+    settings: ClassVar[tuple[str, ...]] = ("target_entropy", "band", "anneal", "anneal_end_fraction", "anneal_steps")
 
     def __init__(self, cfg: EntrocraftConfig) -> None:
         self.cfg = cfg

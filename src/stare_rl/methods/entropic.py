@@ -21,7 +21,6 @@ Controller state: :class:`EntroPICController` (declared with the method; its ``c
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -85,10 +84,7 @@ class EntroPICController:
     ``alpha`` is 0 before the first update.
     """
 
-    settings: ClassVar[Mapping[str, str]] = {  # state key -> the EntroPIC config field that sets it
-        "target_entropy": "target_entropy", "kp": "kp", "ki": "ki", "alpha_max": "alpha_max",
-        "anti_windup": "anti_windup",
-    }
+    settings: ClassVar[tuple[str, ...]] = ("target_entropy", "kp", "ki", "alpha_max", "anti_windup")
     _DYNAMIC = ("integral", "alpha", "error", "entropy")
 
     def __init__(

@@ -43,8 +43,10 @@ def verl_config(*overrides: str):
     (["actor_rollout_ref.actor.policy_loss.loss_mode=stare"], None),  # the gate alone: surprisal estimate
     (["actor_rollout_ref.actor.policy_loss.loss_mode=vanilla"], None),  # verl's own loss
     (["actor_rollout_ref.actor.policy_loss.loss_mode=stare_rl.vanilla"], None),
+    (["actor_rollout_ref.actor.policy_loss.loss_mode=stare", "+actor_rollout_ref.actor.policy_loss.gate_entropy=exact"],
+     "gate_entropy='exact'"),
     (["actor_rollout_ref.actor.policy_loss.loss_mode=stare", "+actor_rollout_ref.actor.policy_loss.stare_gate=exact"],
-     "stare_gate='exact'"),
+     "gate_entropy='exact'"),  # the old name, read as gate_entropy
     (["actor_rollout_ref.actor.policy_loss.loss_mode=stare",
       "+actor_rollout_ref.actor.policy_loss.stare_weight_control=paper"], "keep state across steps"),
     (["actor_rollout_ref.actor.policy_loss.loss_mode=stare_rl.steer"], "old policy's entropy"),

@@ -307,7 +307,7 @@ def test_one_step_gate_schedule_and_loss_through_verl_hooks(tmp_path: Path, monk
     assert (metrics["control/reweight_w"], metrics["control/reweight_m"]) == pytest.approx((1.11, 0.89))
     sent = batch.extra_info[V.STATE_KEY]  # the driver StepController's state_dict
     assert sent == trainer.stare_rl.state_dict() and sent["gate"]["gate_on"] is True
-    assert (sent["schedule"]["reweight_w"], sent["schedule"]["reweight_m"]) == pytest.approx((1.11, 0.89))
+    assert (sent["schedule"]["w"], sent["schedule"]["m"]) == pytest.approx((1.11, 0.89))  # the current W, M
     # selection_scope='global': the surprisal thresholds of the whole step batch, computed once by the driver
     # before the update (log_prob = old_log_prob), as TRL's StepController.begin_step does
     stats = batch.extra_info[V.STATS_KEY]
@@ -398,7 +398,7 @@ def test_checkpoint_saved_atomically_before_verl_marks_it_and_restored(
     assert tracker.read_text() == "7"
     assert sorted(os.listdir(step_dir)) == sorted(["data.pt", CONTROLLER_FILE])  # no temporary file left
     saved = json.loads((step_dir / CONTROLLER_FILE).read_text())["controllers"]
-    assert saved == trainer.stare_rl.state_dict() and saved["schedule"]["reweight_w"] == pytest.approx(1.11)
+    assert saved == trainer.stare_rl.state_dict() and saved["schedule"]["w"] == pytest.approx(1.11)
 
     resumed, _ = trainer_with_workers(stare_config(tmp_path), monkeypatch)
     assert resumed.stare_rl.state_dict() != saved

@@ -85,7 +85,7 @@ def driver_state(gate_on: bool | None, method: str = "stare", **schedule: float)
     state = {"gate": gate.state_dict()}
     if schedule:
         sch = StareWeightSchedule()
-        sch.reweight_w, sch.reweight_m = schedule["reweight_w"], schedule["reweight_m"]
+        sch.w, sch.m = schedule["reweight_w"], schedule["reweight_m"]  # the current W and M
         state["schedule"] = sch.state_dict()
     return state
 
@@ -188,7 +188,7 @@ def test_step_state_gate_unless_surprisal_is_asked_and_schedule_weights() -> Non
     for gate, control, expected in [("auto", "paper", True), ("exact", "fixed", True), ("surprisal", "paper", False)]:
         wm_state = {"reweight_w": 1.3, "reweight_m": 0.7} if control == "paper" else {}  # fixed: no schedule
         state = V.StepState(controllers=driver_state(True, **wm_state))
-        pl = V.StareRLPolicyLossConfig(stare_gate=gate, stare_weight_control=control, stare_top_p_ratio=0.5)
+        pl = V.StareRLPolicyLossConfig(gate_entropy=gate, stare_weight_control=control, stare_top_p_ratio=0.5)
         with V.step_state(state):
             loss, metrics = call("stare", data, actor_config(pl))
         # the loss logs the gate it re-set itself (surprisal) and the config's W/M (fixed); the driver logs the rest
@@ -203,7 +203,7 @@ def test_step_state_gate_unless_surprisal_is_asked_and_schedule_weights() -> Non
 
 def test_auto_weight_control_uses_the_driver_state_and_needs_the_entry_point() -> None:
     """weight_control='auto': the loss takes W, M and gate_on from the entry point's controller state; plugin-only
-    (no state) and stare_gate='surprisal' (no hard gate to re-set) fail with a message saying what to do."""
+    (no state) and gate_entropy='surprisal' (no hard gate to re-set) fail with a message saying what to do."""
     from stare_rl.control.base import StepObservation
     from stare_rl.methods.stare.auto import AutoWeightController
 
@@ -223,7 +223,7 @@ def test_auto_weight_control_uses_the_driver_state_and_needs_the_entry_point() -
     torch.testing.assert_close(loss, aggregate(out.token_loss, batch.mask, "token-mean"))
     with pytest.raises(ValueError, match="stare_rl.engines.verl.main"):
         call("stare", data, actor_config(pl))
-    pl = V.StareRLPolicyLossConfig(stare_weight_control="auto", stare_gate="surprisal")
+    pl = V.StareRLPolicyLossConfig(stare_weight_control="auto", gate_entropy="surprisal")
     with V.step_state(V.StepState(controllers={"auto": auto.state_dict()})), pytest.raises(ValueError, match="has none"):
         call("stare", data, actor_config(pl))
 
@@ -231,7 +231,7 @@ def test_auto_weight_control_uses_the_driver_state_and_needs_the_entry_point() -
 def test_exact_gate_required_and_entropy_error_are_clear() -> None:
     data = make_batch(seed=5)
     with pytest.raises(ValueError, match="stare_rl.engines.verl.main"):
-        call("stare", data, actor_config(V.StareRLPolicyLossConfig(stare_gate="exact")))
+        call("stare", data, actor_config(V.StareRLPolicyLossConfig(gate_entropy="exact")))
     with pytest.raises(ValueError, match="calculate_entropy=True"):
         call("high_entropy", data, actor_config())
     with pytest.raises(ValueError, match=r"old_entropy.*stores.*stare_rl\.engines\.verl\.main"):
@@ -313,13 +313,26 @@ def test_exact_ppo_loss_keeps_the_entropy_gradient_for_the_fallback_bonus() -> N
     mask = data["response_mask"]
     torch.testing.assert_close(entropy.grad, torch.where(mask, -c / mask.sum(), 0.0))
 
+def test_the_old_name_of_gate_entropy_is_read_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """``stare_gate`` (before issue 44) still sets the mode, through core.legacy's one reader; given beside a
+    different ``gate_entropy`` it is refused, naming both."""
+    with caplog.at_level("WARNING"):
+        assert V.gate_entropy(V.StareRLPolicyLossConfig(stare_gate="exact")) == "exact"
+    assert "stare_gate is the old name of gate_entropy" in caplog.text
+    assert V.gate_entropy({"stare_gate": "surprisal"}) == "surprisal" and V.gate_entropy({}) == "auto"
+    with pytest.raises(ValueError, match=r"stare_gate='exact' and gate_entropy='surprisal' are one setting"):
+        V.StareRLPolicyLossConfig(stare_gate="exact", gate_entropy="surprisal")
+    with pytest.raises(ValueError, match=r"policy_loss\.gate_entropy='sometimes'"):
+        V.StareRLPolicyLossConfig(stare_gate="sometimes")
+
+
 def test_bad_hyperparameters_name_the_field() -> None:
     with pytest.raises(ValueError, match=r"policy_loss\.stare_reweight_w=0\.5: reweight_w=0\.5 must be >= 1"):
         V.StareRLPolicyLossConfig(stare_reweight_w=0.5)
     with pytest.raises(ValueError, match=r"policy_loss\.steer_mapping='cubic'"):
         V.StareRLPolicyLossConfig(steer_mapping="cubic")
-    with pytest.raises(ValueError, match=r"policy_loss\.stare_gate='sometimes'"):
-        V.StareRLPolicyLossConfig(stare_gate="sometimes")
+    with pytest.raises(ValueError, match=r"policy_loss\.gate_entropy='sometimes'"):
+        V.StareRLPolicyLossConfig(gate_entropy="sometimes")
     with pytest.raises(ValueError, match=r"stare_top_p_ratio='high' must be a float"):
         V.StareRLPolicyLossConfig(stare_top_p_ratio="high")
     # verl's plain PolicyLossConfig works too (paper defaults, global scope) and is validated at call time

@@ -152,7 +152,7 @@ def test_recipe_composes_validates_and_instantiates(tmp_path: Path, name: str) -
         stare = V.method_config("stare", pl)
         assert (stare.top_p_ratio, stare.reweight_w, stare.target_entropy, stare.selection_scope) == (
             0.1, 1.1, 0.3, "global")
-        assert pl.stare_gate == "exact"
+        assert pl.gate_entropy == "exact"
     else:
         steer = V.method_config("steer", pl)
         assert (steer.mapping, steer.token_weight_min, steer.selection_scope) == (
@@ -179,7 +179,7 @@ def test_plugin_overrides_on_the_baseline_recipe() -> None:
     ])
     pl = omega_conf_to_dataclass(cfg.actor_rollout_ref.actor).policy_loss
     assert V.method_config("stare", pl).top_p_ratio == 0.2 and V.method_config("stare", pl).variant == "C2"
-    assert pl.stare_gate == "auto"  # plugin-only path: surprisal estimate unless run through verl_main
+    assert pl.gate_entropy == "auto"  # plugin-only path: surprisal estimate unless run through verl_main
 
 
 def test_bad_override_is_a_clear_error_naming_the_field() -> None:

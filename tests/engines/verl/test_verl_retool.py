@@ -51,7 +51,7 @@ def test_retool_recipe_composes_validates_and_instantiates(tmp_path: Path) -> No
     assert cfg.trainer.total_epochs == 1 and cfg.trainer.v1.trainer_mode == "stare_rl"
     actor = omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
     pl = actor.policy_loss
-    assert isinstance(pl, V.StareRLPolicyLossConfig) and pl.loss_mode == "stare" and pl.stare_gate == "exact"
+    assert isinstance(pl, V.StareRLPolicyLossConfig) and pl.loss_mode == "stare" and pl.gate_entropy == "exact"
     stare = V.method_config("stare", pl)
     assert (stare.top_p_ratio, stare.reweight_w, stare.target_entropy) == (0.1, 1.1, 0.3)
     assert (actor.clip_ratio_low, actor.clip_ratio_high, actor.clip_ratio_c) == (0.2, 0.28, 10.0)

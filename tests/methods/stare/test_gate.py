@@ -45,7 +45,7 @@ def test_gate_state_round_trips_through_json() -> None:
 
 def test_schedule_hand_derived_trajectory_and_bounds() -> None:
     sch = StareWeightSchedule(
-        reweight_w=1.1, reweight_m=0.9, target_entropy=0.3, alpha=0.2, w_max=1.5, m_min=0.5
+        reweight_w=1.1, reweight_m=0.9, target_entropy=0.3, weight_alpha=0.2, weight_w_max=1.5, weight_m_min=0.5
     )
     def wm(h: float) -> tuple[float, float]:
         ctx = step(sch, h)
@@ -61,7 +61,7 @@ def test_schedule_hand_derived_trajectory_and_bounds() -> None:
     assert wm(0.9) == pytest.approx((1.3, 0.7))
     for _ in range(5):
         step(sch, 0.9)
-    assert (sch.reweight_w, sch.reweight_m) == (1.0, 1.0)
+    assert (sch.w, sch.m) == (1.0, 1.0) and (sch.reweight_w, sch.reweight_m) == (1.1, 0.9)  # current, starting
     assert sch.context()["reweight_w"] == 1.0
 
 
@@ -84,10 +84,10 @@ def test_schedule_resume_continues_exactly() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "text"),
     [
-        ({"alpha": -0.1}, "alpha=-0.1"),
+        ({"weight_alpha": -0.1}, "weight_alpha=-0.1"),
         ({"reweight_w": 0.9}, "reweight_w=0.9"),
-        ({"reweight_w": 2.0, "w_max": 1.5}, "reweight_w=2.0"),
-        ({"reweight_m": 0.4, "m_min": 0.5}, "reweight_m=0.4"),
+        ({"reweight_w": 2.0, "weight_w_max": 1.5}, "reweight_w=2.0"),
+        ({"reweight_m": 0.4, "weight_m_min": 0.5}, "reweight_m=0.4"),
         ({"reweight_m": 1.1}, "reweight_m=1.1"),
     ],
 )

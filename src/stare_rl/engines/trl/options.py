@@ -84,23 +84,19 @@ class StepOptions:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}={value!r} must be an integer >= 1")
 
-    def _given(self, prefix: str, names: tuple[str, ...]) -> dict[str, Any]:
-        return {n: getattr(self, prefix + n) for n in names if getattr(self, prefix + n) is not None}
-
     def loss_setup(self, method: str, method_config: Any, surrogate: SurrogateConfig) -> LossSetup:
         """The engine-agnostic :class:`LossSetup` (controller settings validated by building them)."""
         bonus = adaptive = None
         if self.entropy_bonus == "fixed":
             bonus = EntropyBonusConfig() if self.bonus_coef is None else EntropyBonusConfig(coef=self.bonus_coef)
         elif self.entropy_bonus == "adaptive":
-            adaptive = self._given("bonus_", ("step", "coef_min", "coef_max"))
+            adaptive = {n: getattr(self, n) for n in ("bonus_step", "bonus_coef_min", "bonus_coef_max", "bonus_coef")
+                        if getattr(self, n) is not None}
             # one target for every holder: unset, the bonus takes the method's (its own 0.3 if the method has none)
             target = self.target_entropy if self.target_entropy is not None else getattr(method_config, TARGET_FIELD,
                                                                                            None)
             if target is not None:
                 adaptive[TARGET_FIELD] = target
-            if self.bonus_coef is not None:
-                adaptive["init"] = self.bonus_coef
             AdaptiveEntropyCoef(**adaptive)  # validates
         return LossSetup(
             method=method,

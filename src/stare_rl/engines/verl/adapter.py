@@ -36,6 +36,7 @@ from stare_rl.control.base import StepObservation, global_token_mean, is_memoryl
 from stare_rl.control.setup import bonus_controllers
 from stare_rl.control.step import StepController
 from stare_rl.core.advantages import broadcast_to_tokens
+from stare_rl.core.legacy import current_settings
 from stare_rl.core.metrics import loss_metric
 from stare_rl.core.registry import compute_loss, get_method, list_methods
 from stare_rl.core.surrogate import SurrogateConfig
@@ -48,7 +49,9 @@ CONFIG_CLASS_NAME = "StareRLPolicyLossConfig"
 CONFIG_TARGET = f"{__name__}.{CONFIG_CLASS_NAME}"
 STATE_KEY = "stare_rl_step_state"  # non-tensor key the entry point adds to the actor's update batch
 STATS_KEY = "stare_rl_step_stats"  # ... and the method's global statistics of the whole step batch
-GATE_MODES = ("auto", "surprisal", "exact")
+GATE_MODES = ("auto", "surprisal", "exact")  # policy_loss.gate_entropy
+OLD_GATE_FIELD = "stare_gate"  # its old name (stare_rl.core.legacy.RENAMED_SETTINGS), still a field: Hydra refuses
+# an override of a key the config does not declare, so a recipe that sets it would not reach the reader
 VERL_SELECTION_SCOPE = "global"  # under verl, selections span all data-parallel ranks by default
 _VERL_METRICS = {"pg_clipfrac", "pg_clipfrac_lower", "ppo_kl"}  # verl's own names, kept as actor/<name>
 
@@ -121,13 +124,15 @@ def _verl_default(f: dataclasses.Field) -> Any:
 
 def _adapter_fields() -> list[tuple[str, type, dataclasses.Field]]:
     return [
-        ("stare_gate", str, dataclasses.field(default="auto", metadata={"help": (
-            "An adapter setting, not a method field: how verl measures the entropy of STARE's §4.3 gate, for every "
-            "method that gates on it (stare and stare_sensitivity; weight_control auto has no hard gate to set). "
+        ("gate_entropy", str, dataclasses.field(default="auto", metadata={"help": (
+            "An adapter setting, not a method field: how verl measures the entropy that a memoryless controller "
+            "reads (STARE's §4.3 gate, of stare and stare_sensitivity; weight_control auto has no hard gate). "
             "auto: the exact gate when run through stare_rl.engines.verl.main, else "
             "the surprisal estimate. surprisal: token-mean of -old_log_prob over the micro-batch (all DP ranks), "
             "an unbiased estimate of the token-mean entropy, even under the entry point. exact: require the entry "
             "point (batch entropy measured once per step).")})),
+        (OLD_GATE_FIELD, str | None, dataclasses.field(default=None, metadata={"help": (
+            "The old name of gate_entropy, read as it with a warning (rename it: the old name will be dropped).")})),
     ]
 
 
@@ -184,9 +189,20 @@ def _validate_policy_loss(self: Any) -> None:
             raise ValueError(f"actor_rollout_ref.actor.policy_loss.{name}={value!r} must be a {typ.__name__}")
     for method in list_methods():
         method_config(method, self)
-    if self.stare_gate not in GATE_MODES:
-        raise ValueError(f"actor_rollout_ref.actor.policy_loss.stare_gate={self.stare_gate!r} is not one of "
-                         f"{list(GATE_MODES)}")
+    gate_entropy(self)
+
+
+def gate_entropy(policy_loss: Any) -> str:
+    """``policy_loss.gate_entropy`` (a verl config or its raw mapping; missing = ``auto``), checked, with the old
+    name ``stare_gate`` read through :func:`stare_rl.core.legacy.current_settings` (the one reader of old names)."""
+    given = {k: policy_loss.get(k) for k in ("gate_entropy", OLD_GATE_FIELD) if policy_loss.get(k) is not None}
+    if given.get("gate_entropy") == "auto" and OLD_GATE_FIELD in given:
+        del given["gate_entropy"]  # the field's default, not a choice: the old name's value stands
+    where = "actor_rollout_ref.actor.policy_loss"
+    mode = current_settings(given, where).get("gate_entropy", "auto")
+    if mode not in GATE_MODES:
+        raise ValueError(f"{where}.gate_entropy={mode!r} is not one of {list(GATE_MODES)}")
+    return mode
 
 
 @functools.cache
@@ -239,16 +255,17 @@ def loss_context(name: str, batch: TokenBatch, cfg: Any, policy_loss: Any,
     memoryless = sorted(k for k, c in ctrl.controllers.items() if is_memoryless(c))
     logged: dict[str, float] = {}
     stateful = sorted(set(ctrl.controllers) - set(memoryless))  # these need the driver's per-step state
-    if not exact and (stateful or (memoryless and policy_loss.get("stare_gate", "auto") == "exact")):
+    mode = gate_entropy(policy_loss)
+    if not exact and (stateful or (memoryless and mode == "exact")):
         raise ValueError(
-            f"policy_loss.stare_gate='exact' / controllers {stateful} of method {name!r} (e.g. weight_control, "
+            f"policy_loss.gate_entropy='exact' / controllers {stateful} of method {name!r} (e.g. weight_control, "
             "EntroPIC's PI) need the per-step state of the exact entry point: run "
             "`python -m stare_rl.engines.verl.main ...` instead of verl.trainer.main_ppo")
-    if ctrl.controllers and (not exact or policy_loss.get("stare_gate", "auto") == "surprisal"):
+    if ctrl.controllers and (not exact or mode == "surprisal"):
         if not memoryless:  # e.g. weight_control='auto': a continuous strength with history, nothing to re-set
-            raise ValueError(f"policy_loss.stare_gate='surprisal' re-sets a memoryless controller (a hard gate), but "
+            raise ValueError(f"policy_loss.gate_entropy='surprisal' re-sets a memoryless controller (a hard gate), but "
                              f"method {name!r} has none (controllers {sorted(ctrl.controllers)}, e.g. "
-                             "weight_control='auto'): use stare_gate 'auto' or 'exact' with stare_rl.engines.verl.main")
+                             "weight_control='auto'): use gate_entropy 'auto' or 'exact' with stare_rl.engines.verl.main")
         # STARE §4.3 gate, plugin-only: E_{a~pi_old}[-log pi_old(a)] = H(pi_old), so the token-mean surprisal of
         # the old policy is an unbiased estimate of the token-mean entropy (micro-batch, all DP ranks).
         # DEVIATION: the reference gates on the exact batch token-mean entropy measured once per step.

@@ -2,7 +2,7 @@
 
 Some methods need what only the exact entry point (:mod:`stare_rl.engines.verl.main`) provides: a stateful
 controller updated once per step on the driver (STARE's ``weight_control`` schedule, EntroPIC's PI), the
-exact gate (``stare_gate=exact``), the actor's entropy in the loss, or the old policy's entropy (STEER). Run
+exact gate (``gate_entropy=exact``), the actor's entropy in the loss, or the old policy's entropy (STEER). Run
 through plain ``main_ppo`` they used to fail only in the actor's first update, after Ray, the workers and
 the first rollout had started.
 
@@ -24,7 +24,7 @@ from typing import Any
 from stare_rl.control.base import is_memoryless
 from stare_rl.control.step import StepController
 from stare_rl.core.registry import BASELINE_METHOD, get_method
-from stare_rl.engines.verl.adapter import method_config
+from stare_rl.engines.verl.adapter import gate_entropy, method_config
 
 PLAIN_MODULE = "verl.trainer.main_ppo"
 ENTRY_MODULE = "stare_rl.engines.verl.main"
@@ -49,8 +49,8 @@ def entry_point_reasons(config: Any) -> list[str]:
     reasons = []
     if stateful:
         reasons.append(f"its controllers {stateful} keep state across steps, updated once per step on the driver")
-    if ctrl.controllers and policy_loss.get("stare_gate", "auto") == "exact":
-        reasons.append("actor_rollout_ref.actor.policy_loss.stare_gate='exact' asks for the batch entropy "
+    if ctrl.controllers and gate_entropy(policy_loss) == "exact":
+        reasons.append("actor_rollout_ref.actor.policy_loss.gate_entropy='exact' asks for the batch entropy "
                        "measured once per step")
     if spec.entropy_needed(ctrl.config):
         reasons.append("its loss needs the actor's entropy, which verl hands a policy loss only through the entry "

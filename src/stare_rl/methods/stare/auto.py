@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -160,9 +159,7 @@ class AutoWeightController:
     """
 
     # state key -> the STARE config field that sets it (the AutoWeightConfig fields carry their user-facing names)
-    settings: ClassVar[Mapping[str, str]] = {
-        "target_entropy": "target_entropy", **{f.name: f.name for f in dataclasses.fields(AutoWeightConfig)}
-    }
+    settings: ClassVar[tuple[str, ...]] = ("target_entropy", *(f.name for f in dataclasses.fields(AutoWeightConfig)))
     _DYNAMIC = ("strength", "integral", "error", "p_term", "entropy", "steps", "saturated_high",
                 "saturated_low", "rate_limited")
 

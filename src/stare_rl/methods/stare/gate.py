@@ -5,7 +5,6 @@ Both implement :class:`stare_rl.control.base.Controller` and are declared by the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from stare_rl.control.base import (
@@ -32,7 +31,7 @@ class StareGate:
     ``gate_on`` is ``None`` before the first update (methods treat ``None`` as on, like the reference).
     """
 
-    settings: ClassVar[Mapping[str, str]] = {"target_entropy": "target_entropy"}  # state key -> config field
+    settings: ClassVar[tuple[str, ...]] = ("target_entropy",)
 
     def __init__(self, target_entropy: float | str = 0.3) -> None:
         self.target = EntropyTarget(target_entropy)
@@ -84,64 +83,73 @@ class StareWeightSchedule:
     re-weighting), and at the target they stay. Defaults (alpha 0.01, w_max 1.5, m_min 0.5) are the STARE
     run script's; the reference keeps W/M only in memory (lost on resume), here they are in ``state_dict``.
 
-    Args:
-        reweight_w, reweight_m: initial W and M (the STARE config's values).
+    Args (each named as the STARE config field that sets it, and saved under that name):
+        reweight_w, reweight_m: the starting W and M (the current ones are ``w`` and ``m``).
         target_entropy: H_tgt.
-        alpha: step size >= 0 (0 = static weights).
-        w_max: upper bound of W (>= reweight_w).
-        m_min: lower bound of M (in (0, reweight_m]).
+        weight_alpha: step size >= 0 (0 = static weights).
+        weight_w_max: upper bound of W (>= reweight_w).
+        weight_m_min: lower bound of M (in (0, reweight_m]).
     """
 
-    settings: ClassVar[Mapping[str, str]] = {  # state key -> the STARE config field that sets it
-        "target_entropy": "target_entropy", "alpha": "weight_alpha", "w_max": "weight_w_max",
-        "m_min": "weight_m_min", "init_w": "reweight_w", "init_m": "reweight_m",
-    }
-    _DYNAMIC = ("reweight_w", "reweight_m")
+    settings: ClassVar[tuple[str, ...]] = (
+        "target_entropy", "weight_alpha", "weight_w_max", "weight_m_min", "reweight_w", "reweight_m",
+    )
+    _DYNAMIC = ("w", "m")
 
     def __init__(
         self,
         reweight_w: float = 1.1,
         reweight_m: float = 0.9,
         target_entropy: float | str = 0.3,
-        alpha: float = 0.01,
-        w_max: float = 1.5,
-        m_min: float = 0.5,
+        weight_alpha: float = 0.01,
+        weight_w_max: float = 1.5,
+        weight_m_min: float = 0.5,
     ) -> None:
-        _check_non_negative("alpha", alpha)
-        if not 1.0 <= reweight_w <= w_max:
-            raise ValueError(f"reweight_w={reweight_w} must be in [1, w_max={w_max}]")
-        if not 0.0 < m_min <= reweight_m <= 1.0:
-            raise ValueError(f"reweight_m={reweight_m} must be in [m_min={m_min}, 1] with m_min > 0")
+        _check_non_negative("weight_alpha", weight_alpha)
+        if not 1.0 <= reweight_w <= weight_w_max:
+            raise ValueError(f"reweight_w={reweight_w} must be in [1, weight_w_max={weight_w_max}]")
+        if not 0.0 < weight_m_min <= reweight_m <= 1.0:
+            raise ValueError(f"reweight_m={reweight_m} must be in [weight_m_min={weight_m_min}, 1] with weight_m_min > 0")
         self.target = EntropyTarget(target_entropy)
-        self.alpha, self.w_max, self.m_min = float(alpha), float(w_max), float(m_min)
-        self.init_w, self.init_m = float(reweight_w), float(reweight_m)
-        self.reweight_w, self.reweight_m = self.init_w, self.init_m  # the current W and M
+        self.weight_alpha, self.weight_w_max, self.weight_m_min = (
+            float(weight_alpha), float(weight_w_max), float(weight_m_min))
+        self.reweight_w, self.reweight_m = float(reweight_w), float(reweight_m)
+        self.w, self.m = self.reweight_w, self.reweight_m  # the current W and M
 
     @classmethod
     def from_config(cls, cfg: Any) -> StareWeightSchedule:
-        """Start from a STARE-style config's W, M and target, with its ``weight_alpha/w_max/m_min``."""
-        return cls(cfg.reweight_w, cfg.reweight_m, cfg.target_entropy, cfg.weight_alpha, cfg.weight_w_max,
-                   cfg.weight_m_min)
+        """Start from a STARE-style config's fields of the same names."""
+        return cls(**{name: getattr(cfg, name) for name in cls.settings})
 
     def update(self, obs: StepObservation) -> None:
         """Move W and M one step from this step's batch entropy."""
         target = self.target.resolve(start_entropy_of(obs))
         sign = _sign(target - _check_entropy(obs.entropy))  # +1 below target: intensify
-        self.reweight_w = min(max(self.reweight_w + self.alpha * sign, 1.0), self.w_max)
-        self.reweight_m = min(max(self.reweight_m - self.alpha * sign, self.m_min), 1.0)
+        self.w = min(max(self.w + self.weight_alpha * sign, 1.0), self.weight_w_max)
+        self.m = min(max(self.m - self.weight_alpha * sign, self.weight_m_min), 1.0)
 
     def context(self) -> dict[str, Any]:
-        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m}
+        return {"reweight_w": self.w, "reweight_m": self.m}
 
     @property
     def target_entropy(self) -> float:
         return self.target.value_or_nan()
 
     def metrics(self) -> dict[str, float]:
-        return {"reweight_w": self.reweight_w, "reweight_m": self.reweight_m, "target_entropy": self.target_entropy}
+        return {"reweight_w": self.w, "reweight_m": self.m, "target_entropy": self.target_entropy}
 
     def state_dict(self) -> dict[str, Any]:
         return controller_state(self)
+
+    @staticmethod
+    def upgrade_state(state: dict[str, Any]) -> dict[str, Any]:
+        """A state saved before the settings took their config names (``alpha``, ``w_max``, ``m_min``, ``init_w``,
+        ``init_m``; the current W and M under ``reweight_w``/``reweight_m``) in today's names."""
+        if "alpha" not in state:
+            return state
+        old = {"alpha": "weight_alpha", "w_max": "weight_w_max", "m_min": "weight_m_min", "reweight_w": "w",
+               "reweight_m": "m", "init_w": "reweight_w", "init_m": "reweight_m"}
+        return {old.get(k, k): v for k, v in state.items()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         load_controller_state(self, state)
