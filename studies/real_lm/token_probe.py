@@ -31,9 +31,8 @@ import torch
 
 import stare_rl.analysis.probe as probe_mod
 from stare_rl.analysis.estimators import ESTIMATORS, predicted_changes, score
-from stare_rl.analysis.probe import CausalLMPolicy, LossSpec, run_probe
-from stare_rl.analysis.probe_data import SampleSpec, sample_probe_batch
-from stare_rl.commands.probe import _load
+from stare_rl.analysis.probe import LossSpec, run_probe
+from stare_rl.commands.probe import probed_policy
 from stare_rl.core.quadrants import quadrant_masks
 from stare_rl.core.types import LossContext, TokenBatch
 from stare_rl.methods.stare.config import StareConfig
@@ -107,13 +106,8 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     t0 = time.time()
     task = get_task(args.task)
-    spec = SampleSpec(args.prompts, args.group, args.max_new_tokens or task.max_completion_chars + 2,
-                      args.temperature, args.seed, args.advantages)
-    model, tok, model_name = _load(args, task)
-    model.eval()
-    batch, info = sample_probe_batch(model, tok, task, spec)
-    model = model.to(getattr(torch, args.dtype))
-    policy = CausalLMPolicy(model, batch)
+    policy, tok, info, model_name = probed_policy(args, task)  # stare probe's own set-up: the same batch
+    batch = policy.batch
 
     captured: list[dict] = []
     measure = probe_mod.measure_step

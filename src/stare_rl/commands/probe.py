@@ -87,6 +87,23 @@ def _load(args: argparse.Namespace, task: Any) -> tuple[Any, Any, str]:
     return model, tok, str(path)
 
 
+def probed_policy(args: argparse.Namespace, task: Any) -> tuple[Any, Any, dict[str, Any], str]:
+    """``stare probe``'s set-up from its parsed arguments: the model (``--model``), one sampled batch of
+    ``--prompts`` x ``--group`` completions of ``task`` (:class:`SampleSpec`), the model cast to ``--dtype``
+    and wrapped as a :class:`CausalLMPolicy` of that batch. Returns ``(policy, tokenizer, sampling info, model
+    name)``;
+    studies that probe further (studies/real_lm/token_probe.py) start from the same batch."""
+    import torch
+
+    spec = SampleSpec(args.prompts, args.group, args.max_new_tokens or task.max_completion_chars + 2,
+                      args.temperature, args.seed, args.advantages)
+    model, tok, model_name = _load(args, task)
+    model.eval()
+    batch, info = sample_probe_batch(model, tok, task, spec)
+    model = model.to(getattr(torch, args.dtype))
+    return CausalLMPolicy(model, batch), tok, info, model_name
+
+
 def _num(v: float | None, width: int) -> str:
     return f"{'n/a':>{width}}" if v is None else f"{v:>{width}.3f}"
 
@@ -128,13 +145,8 @@ def main(argv: list[str]) -> int:
         policies_wanted = [x for x in args.policies.split(",") if x]
         if not policies_wanted or set(policies_wanted) - {"shared", "head", "logits"}:
             raise ValueError(f"--policies={args.policies!r} must be a comma list of shared,head,logits")
-        spec = SampleSpec(args.prompts, args.group, args.max_new_tokens or task.max_completion_chars + 2,
-                          args.temperature, args.seed, args.advantages)
-        model, tok, model_name = _load(args, task)
-        model.eval()
-        batch, info = sample_probe_batch(model, tok, task, spec)
-        model = model.to(getattr(torch, args.dtype))
-        shared = CausalLMPolicy(model, batch)
+        shared, _, info, model_name = probed_policy(args, task)
+        batch = shared.batch
         policies = {}
         if "shared" in policies_wanted:
             policies["shared"] = shared

@@ -188,12 +188,12 @@ def test_stare_exact_gate_and_weight_schedule_checkpoint_and_resume(verl_runs: R
     state = controller_state(out, 2)
     assert state["gate"]["gate_on"] is True
     assert state["gate"]["last_entropy"] == pytest.approx(rows[-1]["data"]["control/batch_entropy"])
-    assert state["schedule"]["reweight_w"] == pytest.approx(w)
+    assert state["schedule"]["w"] == pytest.approx(w)  # the current W (reweight_w: where it started)
 
     _, _, resumed = verl_runs.get("resumed")
     assert [r["step"] for r in resumed] == [3]  # verl resumed from global_step_2
     assert resumed[0]["data"]["control/reweight_w"] == pytest.approx(w + ALPHA)  # from the checkpointed W
-    assert controller_state(out, 3)["schedule"]["reweight_w"] == pytest.approx(w + ALPHA)
+    assert controller_state(out, 3)["schedule"]["w"] == pytest.approx(w + ALPHA)
 
 
 def test_stare_weight_control_auto_through_the_exact_entry_point(verl_runs: Runs) -> None:
