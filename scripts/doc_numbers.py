@@ -792,6 +792,27 @@ def gpu_numbers() -> list[str]:
     ]
 
 
+def render_eval_memory() -> str:
+    """benchmarks.md's held-out evaluation memory, from ``real_lm/eval_memory.txt`` (bench_eval_memory.py)."""
+    text = (RESULTS / "real_lm" / "eval_memory.txt").read_text()
+    head = re.search(r"prompts=(\d+) x k=(\d+) max_new_tokens=(\d+).*?up to (\d+) MiB", text)
+    peak = {m.group(1): (float(m.group(2)), float(m.group(3)))
+            for m in re.finditer(r"^(stored logits|hook)\s+([\d.]+)\s+([\d.]+)$", text, re.M)}
+    agree = re.search(r"same samples: (\w+); .*?relative: (\w+) \(largest difference ([\d.e+-]+) nats, on a sum of "
+                      r"([\d.]+)\)", text)
+    n = int(head.group(1)) * int(head.group(2))
+    return (f"On SmolLM2-135M-Instruct (V = 49,152), one evaluation batch of {head.group(1)} prompts x {head.group(2)} "
+            f"samples x up to {head.group(3)} tokens ({n} sequences; their stored logits alone would be "
+            f"{head.group(4)} MiB): peak extra memory {peak['stored logits'][0]:,.0f} MiB when the entropy came from "
+            f"HF's stored logits, {peak['hook'][0]:,.0f} MiB with the hook ({peak['hook'][1]:.3f}x). The samples are "
+            f"{'identical' if agree.group(1) == 'True' else 'NOT identical'} and the summed entropies "
+            f"{'agree' if agree.group(2) == 'True' else 'do NOT agree'} within float32 rounding (largest difference "
+            f"{float(agree.group(3)):.1e} nats, on a completion's {float(agree.group(4)):.1f}; both are float32 sums "
+            f"over the vocabulary). The stored logits grow with the batch: "
+            f"the real-LM study evaluates 64 prompts at once "
+            f"([eval_memory.txt](results/real_lm/eval_memory.txt), `bench_eval_memory.py`, 2 vCPUs, one thread).")
+
+
 GPU_RERUN = "gpu_h200_2026-11-27"
 
 
@@ -905,6 +926,7 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "gpu-step": ("docs/benchmarks.md", render_gpu_step),
     "gpu-losses": ("docs/benchmarks.md", render_gpu_losses_table),
     "gpu-rerun": ("docs/benchmarks.md", render_gpu_rerun),
+    "eval-memory": ("docs/benchmarks.md", render_eval_memory),
     "verl-gpu-fit": ("docs/verl.md", render_verl_gpu_fit),
 }
 

@@ -29,7 +29,7 @@ SMOKE: dict[str, tuple[list[str], list[str], bool, bool]] = {
     "bench_losses.py": (["--batch", "8", "--seq", "16", "--repeats", "1", "--warmup", "0"],
                         ["x per-round", "vanilla ", "steer ", "stare (C2)"], False, False),
     "bench_eval_memory.py": (["--model", "tiny", "--prompts", "4", "--k", "2", "--max-new-tokens", "4"],
-                             ["peak extra MiB", "stored logits ", "hook ", "same samples: True"], False, True),
+                             ["peak extra MiB", "stored logits ", "hook ", "same samples: True", "relative: True"], False, True),
     "bench_entropy_memory.py": (["--tokens", "64", "--vocab", "500", "--chunks", "32", "--dtype", "float32"],
                                 ["naive log_softmax", "chunked, chunk=32", "same results"], False, True),
     "bench_step_vocab.py": (["--vocab", "64", "--hidden", "16", "--batch", "4", "--generations", "2",
