@@ -1734,6 +1734,15 @@ def compare_controller_numbers() -> list[str]:
     ]
 
 
+def countdown_warmstart_numbers() -> list[str]:
+    """compare.md's countdown warm start, from the grid's ``compare/warmstart.json`` (its stop and held-out metrics)."""
+    ws = _load("compare/warmstart.json")
+    f = ws["final"]
+    return [f"stopped at step {ws['steps']} when avg@8 reached {f['avg@8']:.2f}; greedy {f['greedy_acc']:.2f},\n"
+            f"  pass@8 {f['pass@8']:.2f}, sampling entropy {f['entropy']:.2f} on held-out train-split prompts; "
+            f"{ws['wall_time_s']:.0f} s wall under load)"]
+
+
 def inline_checks() -> list[tuple[str, str]]:
     """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
     that must appear there). The page keeps its prose; this pins the number inside it."""
@@ -1771,6 +1780,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", row) for row in frontier_rows()),
         *(("docs/compare.md", text) for text in frontier_reading_numbers()),
         *(("docs/compare.md", row) for row in countdown_rows()),
+        *(("docs/compare.md", text) for text in countdown_warmstart_numbers()),
         *(("docs/compare.md", text) for text in countdown_reading_numbers()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
