@@ -1735,7 +1735,7 @@ def compare_controller_numbers() -> list[str]:
 
 
 def countdown_warmstart_numbers() -> list[str]:
-    """compare.md's countdown warm start, from the grid's ``compare/warmstart.json`` (its stop and held-out metrics)."""
+    """compare.md's countdown warm start, from the grid's ``docs/results/compare/warmstart.json`` (its stop and held-out metrics)."""
     ws = _load("compare/warmstart.json")
     f = ws["final"]
     return [f"stopped at step {ws['steps']} when avg@8 reached {f['avg@8']:.2f}; greedy {f['greedy_acc']:.2f},\n"
