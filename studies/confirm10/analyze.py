@@ -134,7 +134,7 @@ def bound_reading(method: str, run_dir: Path, g: dict[str, Any]) -> dict[str, An
     the library default). ``None`` for other methods."""
     cfg = _grid_of(method, g).cell_config(method)
     if cfg.get("entropy_bonus") == "adaptive":
-        key, bound = "control/entropy_coef", float(cfg.get("bonus_coef_max", _default(AdaptiveEntropyCoef, "coef_max")))
+        key, bound = "control/entropy_coef", float(cfg.get("bonus_coef_max", _default(AdaptiveEntropyCoef, "bonus_coef_max")))
         name = "coefficient cap"
     elif cfg.get("method") == "entropic":
         key, bound = "control/entropic_alpha", float(cfg.get("alpha_max", EntroPICConfig.alpha_max))

@@ -25,7 +25,7 @@ def test_old_names_are_read_as_todays_with_a_warning(caplog: pytest.LogCaptureFi
         current_settings({"bonus_target_entropy": 0.3, "target_entropy": 0.5}, "here")
     assert current_flags(["--bonus_target_entropy", "0.5x", "--bonus-target-entropy=0.3", "--seed", "1"]) == [
         "--target_entropy", "0.5x", "--target_entropy=0.3", "--seed", "1"]
-    assert set(RENAMED_SETTINGS) == {"bonus_target_entropy"}
+    assert RENAMED_SETTINGS == {"bonus_target_entropy": "target_entropy", "stare_gate": "gate_entropy"}
 
 
 def _setup(argv: list[str], tmp_path: Path, name: str):
