@@ -232,9 +232,18 @@ def refresh_report(study: Study, root: Path, part: str) -> None:
                        env=study.env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
-def run_analysis(study: Study, root: Path) -> None:
+def run_analysis(study: Study, root: Path) -> str:
+    """Re-run the study's analysis; what to say of it in the commit: ``re-run``, or that it failed (its outputs
+    are then the previous cell's) with the exit status and its last error line, also printed."""
     args = [a.format(run_root=root, docs=study.docs) for a in study.analyze_args]
-    subprocess.run([sys.executable, str(study.analyze), *args], cwd=ROOT, stdout=subprocess.DEVNULL, check=False)
+    proc = subprocess.run([sys.executable, str(study.analyze), *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, check=False)
+    if proc.returncode == 0:
+        return f"{study.analyze.name} re-run"
+    last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "no output")
+    print(proc.stderr[-3000:], file=sys.stderr, flush=True)
+    return (f"{study.analyze.name} FAILED (exit {proc.returncode}: {last.strip()}), its outputs are the previous "
+            "cell's")
 
 
 def git_commit(folder: Path, message: str) -> str:
@@ -265,12 +274,12 @@ def finish(study: Study, root: Path, c: Cell, commit: Commit = git_commit) -> st
     done = json.loads((run_dir(root, c) / DONE).read_text())
     refresh_report(study, root, c.part)
     export_cell(study, root, c)
-    run_analysis(study, root)
+    analysis = run_analysis(study, root)
     n_done = sum(study.committed(x) for x in study.cells())
     wall = done.get("wall_s")
     msg = (f"{study.tag}: cell {c.method}/seed{c.seed}{_where(c, ' ({} grid)')} finished in {wall:.0f} s wall"
            f"{' (resumed from a checkpoint)' if done.get('resumed') else ''}; {n_done} of {len(study.planned(root))} "
-           f"{study.cells_noun} done; {study.analyze.name} re-run")
+           f"{study.cells_noun} done; {analysis}")
     print(f"{time.strftime('%H:%M:%S')} {msg}: commit {commit(study.docs, msg)}", flush=True)
     return msg
 

@@ -137,6 +137,21 @@ def test_finish_exports_analyses_and_commits_the_docs_folder(cd, study, tmp_path
     assert (study.docs / "analysis.txt").read_text() == f"--runs {root} --out {study.docs}"
 
 
+def test_a_failed_analysis_is_said_in_the_commit_not_called_a_re_run(cd, study, tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """The analysis crashed after a cell (a library rename, 2026-11-27) and the commit still said "re-run": now
+    the message names the failure, its exit status and its last line, and the cell is committed all the same."""
+    root, c = tmp_path / "runs", cd.Cell("a", "grpo", 1)
+    _fake_cell(cd, root, c)
+    monkeypatch.setattr(cd, "refresh_report", lambda *a: None)
+    study.analyze.write_text("raise KeyError('coef_max')\n")
+    commits: list[tuple[Path, str]] = []
+    msg = cd.finish(study, root, c, commit=lambda folder, m: commits.append((folder, m)) or "abc1234")
+    assert msg.endswith("1 of 5 new cells done; analyze.py FAILED (exit 1: KeyError: 'coef_max'), its outputs are "
+                        "the previous cell's")
+    assert commits == [(study.docs, msg)]
+
+
 def test_the_driver_waits_for_a_foreign_run_then_takes_over(cd, study, tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "runs"
     first = study.cells()[0]
