@@ -26,6 +26,8 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
 FRONTIER_BAND = 0.2  # "missed": the final batch entropy is not within ±20 % of the target (the table's rule)
@@ -646,8 +648,6 @@ def render_real_lm() -> str:
     run = RESULTS / REAL_LM / "stare_train"
     before, after = (json.loads((run / f).read_text()) for f in ("eval_initial.json", "eval.json"))
     summary = json.loads((run / "train_summary.json").read_text())
-    import yaml
-
     config = yaml.safe_load((run / "config.yaml").read_text())
     rows = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "control/start_entropy" in r]
@@ -693,23 +693,28 @@ def render_real_lm() -> str:
 
 # ---------------------------------------------------------------------------------------------------- auto_fallback
 def render_auto_fallback() -> str:
-    """docs/methods.md: the one measured pair, `stare_sensitivity` auto at 0.7x on arithmetic at hidden 128, without
-    and with ``auto_fallback: bonus`` (docs/results/auto_fallback: summary.json and each run's metrics)."""
+    """docs/methods.md: the measured runs of `stare_sensitivity` auto at 0.7x on arithmetic at hidden 128: W alone,
+    with ``auto_fallback: bonus`` at the bound 0.1 and at 1.0 (docs/results/auto_fallback: summary.json, each run's
+    config.yaml and metrics)."""
     summary = _load("auto_fallback/summary.json")
     lines = []
-    for label, what in (("none", "W alone"), ("bonus", "with the bonus")):
+    for label, what in (("none", "W alone"), ("bonus", "with the bonus, bound 0.1"),
+                        ("bonus_max1", "with the bonus, bound 1.0 (today's default)")):
         s = summary[label]
         rows = _metrics(f"auto_fallback/runs/{label}/metrics.jsonl.gz")
+        bound = float(yaml.safe_load((RESULTS / "auto_fallback" / "runs" / label / "config.yaml").read_text())
+                      ["auto_bonus_max"])
         coef = [r.get("control/entropy_coef", 0.0) for r in rows]
         empty = sum(r.get("loss/l_plus_frac", 0.0) == 0.0 for r in rows)
-        bonus = (f"; the bonus acted on {sum(c > 0 for c in coef)} steps, at its bound {max(coef):g} on "
-                 f"{sum(c >= max(coef) * (1 - 1e-9) for c in coef)}" if max(coef) > 0 else "")
+        bonus = (f"; the bonus acted on {sum(c > 0 for c in coef)} steps, largest c {max(coef):.2f}, at its bound "
+                 f"{bound:g} on {sum(c >= bound * (1 - 1e-9) for c in coef)}" if max(coef) > 0 else "")
         lines.append(
             f"- **{what}** ({s['steps']} steps, target {s['target']:.3f} from a start of {s['entropy_start']:.3f}): "
             f"the 21-step mean in the ±10 % band on {100 * s['band_fraction_smoothed']:.1f} % of steps after the "
             f"first crossing, each step's batch entropy on {100 * s['band_fraction']:.1f} % (the noise allows "
             f"{100 * s['noise_ceiling']:.1f} %), mean {s['mean_over_target']:.2f} of the target; W at its bound on "
-            f"{s['steps_at_w_bound']} steps, L+ empty on {empty}{bonus}; held-out pass@1 {s['pass@1']:.3f}.")
+            f"{s['steps_at_w_bound']} steps, L+ empty on {empty}{bonus}; held-out pass@1 {s['pass@1']:.3f}, "
+            f"pass@k {s['pass@k']:.3f}.")
     return "\n".join(lines)
 
 

@@ -27,6 +27,7 @@ from authority_grids import REFERENCE, Slot
 from authority_rules import rule_r
 
 from stare_rl.analysis.runs import read_run
+from stare_rl.methods.stare.auto import AutoWeightConfig
 
 _ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(_ROOT / "docs" / "results" / "controller_authority"))  # summarise.py (and the frontier's)
@@ -36,7 +37,8 @@ from frontier import ENTROPY_KEYS, cell_values  # noqa: E402, I001
 
 DONE = "compare_done.json"
 WARMSTART = "warmstart.json"  # stare_rl.train.warmstart.WARMSTART_FILE
-DEFAULT_W_MAX, DEFAULT_BONUS_MAX = 50.0, 0.1  # the controller's defaults, where a config does not say
+# the controller's defaults, where a cell's resolved config does not say (it always does: stare train writes them)
+DEFAULT_W_MAX, DEFAULT_BONUS_MAX = AutoWeightConfig().auto_w_max, AutoWeightConfig().auto_bonus_max
 
 
 def config(run_dir: Path) -> dict[str, Any]:

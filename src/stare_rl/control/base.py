@@ -61,7 +61,7 @@ class Controller(Protocol):
     An optional ``upgrade_state(state) -> state`` (a static method) rewrites a state saved in an older layout.
     """
 
-    settings: ClassVar[tuple[str, ...]]
+    settings: tuple[str, ...]  # a class attribute, or an instance one where the config decides (auto's fallback)
 
     def update(self, obs: StepObservation) -> None: ...
 

@@ -69,7 +69,7 @@ def test_the_bonus_is_handed_back_before_w_is_lowered() -> None:
 def test_without_the_fallback_the_law_is_unchanged() -> None:
     plain = AutoWeightController(1.0, AutoWeightConfig(auto_kp=0.0, auto_ki=0.5, auto_smoothing=0.0,
                                                        auto_rate_limit=10.0, auto_w_max=E, auto_m_min=0.01))
-    none = controller("none", bonus_max=0.1)  # the default: the states compare equal field for field
+    none = controller("none", bonus_max=1.0)  # the default: the states compare equal field for field
     for t, h in enumerate([0.5] * 6 + [1.5] * 3):
         for ctrl in (plain, none):
             ctrl.update(StepObservation(entropy=h, step=t))
@@ -95,6 +95,17 @@ def test_state_round_trip_and_settings_check() -> None:
         controller("none").load_state_dict(a.state_dict())
     old = {k: v for k, v in controller("none").state_dict().items() if k not in ("auto_fallback", "auto_bonus_max")}
     controller("none").load_state_dict(old)  # a checkpoint written before the fallback existed loads
+
+
+def test_the_bonus_bound_defines_the_state_only_when_the_bonus_can_act() -> None:
+    """auto_bonus_max is inert without the fallback: a run saved with auto_fallback none resumes under another
+    bound (the default moved from 0.1 to 1.0, and grids do not spell it); with the bonus on it is refused."""
+    saved = controller("none", bonus_max=0.1).state_dict()
+    controller("none", bonus_max=1.0).load_state_dict(saved)  # accepted
+    with pytest.raises(ValueError, match=r"auto_bonus_max: saved 0\.1, requested 1\.0"):
+        controller("bonus", bonus_max=1.0).load_state_dict(controller("bonus", bonus_max=0.1).state_dict())
+    assert "auto_bonus_max" not in controller("none").settings and "auto_bonus_max" in controller("bonus").settings
+    assert AutoWeightConfig().auto_bonus_max == 1.0  # TRL's own adaptive entropy bound
 
 
 @pytest.mark.parametrize("field, value", [("auto_fallback", "entropy"), ("auto_bonus_max", 0.0),

@@ -100,10 +100,11 @@ class AutoWeightConfig:
                           "gradient. default none."},
     )
     auto_bonus_max: float = field(
-        default=0.1,
+        default=1.0,
         metadata={"help": "auto_fallback bonus: upper bound of the bonus coefficient c (> 0); c rises linearly "
                           "from 0 as the demand passes log auto_w_max and reaches it at 2 log auto_w_max; "
-                          "default 0.1."},
+                          "default 1.0, the bound of TRL's own adaptive entropy coefficient (0.1 bound on the "
+                          "measured case, docs/methods.md)."},
     )
 
     def __post_init__(self) -> None:
@@ -158,14 +159,17 @@ class AutoWeightController:
         config: gains and bounds (:class:`AutoWeightConfig`).
     """
 
-    # state key -> the STARE config field that sets it (the AutoWeightConfig fields carry their user-facing names)
-    settings: ClassVar[tuple[str, ...]] = ("target_entropy", *(f.name for f in dataclasses.fields(AutoWeightConfig)))
+    ALL_SETTINGS: ClassVar[tuple[str, ...]] = ("target_entropy", *(f.name for f in dataclasses.fields(AutoWeightConfig)))
     _DYNAMIC = ("strength", "integral", "error", "p_term", "entropy", "steps", "saturated_high",
                 "saturated_low", "rate_limited")
 
     def __init__(self, target_entropy: float | str = 0.3, config: AutoWeightConfig | None = None) -> None:
         self.target = EntropyTarget(target_entropy)
         self.config = config or AutoWeightConfig()
+        # the state-defining settings (each a STARE config field of that name): auto_bonus_max defines the state
+        # only when the bonus can act, so a run without the fallback resumes whatever the bonus's bound says
+        self.settings = tuple(n for n in self.ALL_SETTINGS
+                              if n != "auto_bonus_max" or self.config.auto_fallback == "bonus")
         self.strength = 0.0  # u in [0, demand_max] (log W up to u_max); starts at W = M = 1 (vanilla)
         self.integral = 0.0  # I in [0, demand_max], units of u
         self.error = 0.0
