@@ -159,3 +159,30 @@ def test_the_import_check_finds_an_inner_import(tmp_path: Path) -> None:
                    "    import stare_rl.io.cache\n\n    def g():\n        from . import tiny\n"
                    "        import json\n    return runlog, stare_rl, tiny, json\n")
     assert _inner_project_imports(bad, tmp_path) == ["probe.py:5", "probe.py:6", "probe.py:9"]
+
+
+def _private_imports(path: Path, root: Path = SRC) -> list[str]:
+    """``from stare_rl.<other module> import _name``: a helper private to its module used from another one."""
+    module = "stare_rl." + ".".join(path.relative_to(root).with_suffix("").parts)
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "stare_rl"
+                and node.module != module.removesuffix(".__init__")):
+            hits += [f"{path.relative_to(root)}:{node.lineno}: {node.module}.{a.name}" for a in node.names
+                     if a.name.startswith("_") and not a.name.startswith("__")]
+    return hits
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A name with a leading underscore is its module's own: another module that needs it gets a public name
+    (ruff's PLC2701 does not look inside one package)."""
+    hits = [hit for p in sorted(SRC.rglob("*.py")) for hit in _private_imports(p)]
+    assert not hits, "private names imported across modules; make them public:\n" + "\n".join(hits)
+
+
+def test_the_private_import_check_finds_one(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    bad = tmp_path / "pkg" / "mod.py"
+    bad.write_text("from stare_rl.control.base import StepObservation, _helper\nfrom stare_rl.pkg.mod import _own\n"
+                   "from stare_rl import __version__\n")
+    assert _private_imports(bad, tmp_path) == ["pkg/mod.py:1: stare_rl.control.base._helper"]

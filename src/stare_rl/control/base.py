@@ -74,7 +74,8 @@ class Controller(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-def _check_entropy(batch_entropy: float) -> float:
+def finite_entropy(batch_entropy: float) -> float:
+    """``batch_entropy`` as a float; ValueError naming it when it is not finite (every controller's first check)."""
     value = float(batch_entropy)
     if not math.isfinite(value):
         # DEVIATION: the STARE reference prints a warning and skips the update; a NaN entropy means the
@@ -83,7 +84,8 @@ def _check_entropy(batch_entropy: float) -> float:
     return value
 
 
-def _check_non_negative(name: str, value: float) -> None:
+def check_non_negative(name: str, value: float) -> None:
+    """ValueError naming ``name`` unless ``value`` is finite and >= 0."""
     if not (math.isfinite(value) and value >= 0.0):
         raise ValueError(f"{name}={value} must be a finite value >= 0")
 
@@ -135,7 +137,8 @@ def load_controller_state(controller: Any, state: Mapping[str, Any]) -> None:
         setattr(controller, k, None if state[k] is None else float(state[k]))
 
 
-def _sign(x: float) -> float:
+def sign_of(x: float) -> float:
+    """-1.0, 0.0 or +1.0."""
     return float((x > 0) - (x < 0))
 
 
@@ -162,7 +165,7 @@ class AdaptiveEntropyCoef:
         bonus_coef: float = 0.001,
     ) -> None:
         self.target = EntropyTarget(target_entropy)
-        _check_non_negative("bonus_step", bonus_step)
+        check_non_negative("bonus_step", bonus_step)
         if not (0.0 <= bonus_coef_min <= bonus_coef_max and math.isfinite(bonus_coef_max)):
             raise ValueError(f"bonus_coef_min={bonus_coef_min}, bonus_coef_max={bonus_coef_max} must satisfy "
                              "0 <= bonus_coef_min <= bonus_coef_max")
@@ -182,7 +185,7 @@ class AdaptiveEntropyCoef:
     def update(self, obs: StepObservation) -> None:
         """Move the coefficient one step."""
         target = self.target.resolve(start_entropy_of(obs))
-        sign = _sign(target - _check_entropy(obs.entropy))
+        sign = sign_of(target - finite_entropy(obs.entropy))
         self.entropy_coef = min(max(self.entropy_coef + self.bonus_step * sign, self.bonus_coef_min),
                                 self.bonus_coef_max)
 

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from stare_rl.control.base import StepObservation, _check_entropy, require_same_settings
+from stare_rl.control.base import StepObservation, finite_entropy, require_same_settings
 from stare_rl.control.target import EntropyTarget, canonical_target, start_entropy_of
 from stare_rl.core.metrics import control_metric
 from stare_rl.core.registry import MetricSpec, register_method
@@ -135,7 +135,7 @@ class EntrocraftBand:
         return centre * (1.0 - self.cfg.band), centre, centre * (1.0 + self.cfg.band)
 
     def update(self, obs: StepObservation) -> None:
-        h = _check_entropy(obs.entropy)
+        h = finite_entropy(obs.entropy)
         self.target.resolve(start_entropy_of(obs))
         self.lower, self.centre, self.upper = self.bounds(int(obs.step))
         self.mode = int(h > self.upper) - int(h < self.lower)  # Algorithm 1: m

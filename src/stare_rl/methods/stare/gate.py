@@ -9,12 +9,12 @@ from typing import Any, ClassVar
 
 from stare_rl.control.base import (
     StepObservation,
-    _check_entropy,
-    _check_non_negative,
-    _sign,
+    check_non_negative,
     controller_state,
+    finite_entropy,
     load_controller_state,
     require_same_settings,
+    sign_of,
 )
 from stare_rl.control.target import EntropyTarget, start_entropy_of
 
@@ -50,7 +50,7 @@ class StareGate:
 
     def update(self, obs: StepObservation) -> None:
         """Set the gate from this step's token-mean entropy over the whole global batch."""
-        h = _check_entropy(obs.entropy)
+        h = finite_entropy(obs.entropy)
         target = self.target.resolve(start_entropy_of(obs))
         self.last_entropy = h
         self.gate_on = bool(h < target)
@@ -105,7 +105,7 @@ class StareWeightSchedule:
         weight_w_max: float = 1.5,
         weight_m_min: float = 0.5,
     ) -> None:
-        _check_non_negative("weight_alpha", weight_alpha)
+        check_non_negative("weight_alpha", weight_alpha)
         if not 1.0 <= reweight_w <= weight_w_max:
             raise ValueError(f"reweight_w={reweight_w} must be in [1, weight_w_max={weight_w_max}]")
         if not 0.0 < weight_m_min <= reweight_m <= 1.0:
@@ -124,7 +124,7 @@ class StareWeightSchedule:
     def update(self, obs: StepObservation) -> None:
         """Move W and M one step from this step's batch entropy."""
         target = self.target.resolve(start_entropy_of(obs))
-        sign = _sign(target - _check_entropy(obs.entropy))  # +1 below target: intensify
+        sign = sign_of(target - finite_entropy(obs.entropy))  # +1 below target: intensify
         self.w = min(max(self.w + self.weight_alpha * sign, 1.0), self.weight_w_max)
         self.m = min(max(self.m - self.weight_alpha * sign, self.weight_m_min), 1.0)
 
