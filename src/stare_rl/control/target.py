@@ -10,7 +10,7 @@ EntroPIC, Entrocraft) takes its ``target_entropy`` through :func:`parse_target`:
 
 A relative target is resolved once, at the first update (:meth:`EntropyTarget.resolve`), logged as the metric
 ``target_entropy`` and saved in the controller's state; a resumed run restores the resolved value and never
-measures again. Bottom layer: imports nothing from ``methods/`` or ``engines/``.
+measures again. It imports nothing from ``methods/`` or ``engines/`` (the layer contract in pyproject.toml).
 """
 
 from __future__ import annotations
