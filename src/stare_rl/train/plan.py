@@ -27,6 +27,7 @@ from stare_rl.train.argv import (
 from stare_rl.train.checks import check_numbers, check_output_dir
 from stare_rl.train.config import (
     DEFAULT_CONFIG,
+    TINY_SHAPE_FIELDS,
     ModelTaskArgs,
     WarmStartArgs,
     base_config_name,
@@ -298,15 +299,18 @@ def check_tiny_width(ta: ModelTaskArgs, ws: WarmStartArgs, given: set[str], task
     """Refuse a tiny-model width that the embedded warm-start recipe was not measured on while the whole recipe is
     still the embedded one (no ``warmstart_*`` field set): the hidden-64 recipe left a hidden-192 warm start at
     held-out greedy 0.016 after 2000 steps, and GRPO then trained a model that could not do the task (issue 41)."""
-    if ta.model != "tiny" or "tiny_hidden_size" not in given:
+    width_arg = warmstart_arg_name("hidden_size")
+    if ta.model != "tiny" or width_arg not in given:
         return
     name = task or ta.task
     width = RECIPE_WIDTHS.get(name, 64)
-    hidden = ws.tiny_hidden_size
-    own_recipe = any(k.startswith("warmstart_") and k != "warmstart_seed" for k in given)
+    hidden = getattr(ws, width_arg)
+    recipe_args = {warmstart_arg_name(f.name) for f in dataclasses.fields(WarmStartConfig)
+                   if f.name not in TINY_SHAPE_FIELDS}  # the recipe: every warm-start setting but the model's shape
+    own_recipe = bool(recipe_args & given)
     if hidden not in (None, width) and not own_recipe:
         raise ValueError(
-            f"tiny_hidden_size={hidden}: the {name} task's warm-start recipe was measured at hidden {width} only "
+            f"{width_arg}={hidden}: the {name} task's warm-start recipe was measured at hidden {width} only "
             "and does not learn at other widths unchanged; set the recipe for this width (warmstart_learning_rate, "
             "warmstart_max_steps) and learning_rate (measured: hidden 512 learns with --warmstart_learning_rate "
             "5e-4 --learning_rate 1e-4)")
