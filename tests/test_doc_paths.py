@@ -188,3 +188,12 @@ def test_the_checker_sees_a_missing_path() -> None:
     assert unresolved(fake, "`docs/train.md`, [t](train.md#use-it-in-your-own-trl-script), `control/gate_on`, `runs/X/model`, `engines/trl/tools.py`, "
                       "`stare_rl.trl.StareGRPOTrainer`, `stare_rl.methods.stare.gate.StareGate.update`, `stare_rl.steer`, "
                       "`stare_rl.engines.verl.adapter.StareRLPolicyLossConfig`, `stare_rl.__file__`") == []
+
+
+def test_every_results_folder_is_in_the_results_index() -> None:
+    """docs/results/README.md lists every folder under docs/results (a study's folder is created with its first
+    commit; the index is where a reader finds it)."""
+    index = (ROOT / "docs" / "results" / "README.md").read_text()
+    folders = sorted(p.name for p in (ROOT / "docs" / "results").iterdir() if p.is_dir())
+    missing = [f for f in folders if f"[{f}/]({f}/" not in index]
+    assert not missing, f"docs/results/README.md: no row for {missing}"
