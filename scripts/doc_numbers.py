@@ -1748,6 +1748,27 @@ def countdown_warmstart_numbers() -> list[str]:
             f"{ws['wall_time_s']:.0f} s wall under load)"]
 
 
+def countdown_cot_task_numbers() -> list[str]:
+    """tasks.md's statistics of the ``countdown_cot`` task, recomputed from the task's own code (its generator and
+    exhaustive solver: deterministic) over the 3 000 train prompts the page names (seed 0)."""
+    from stare_rl.tasks import get_task
+    from stare_rl.tasks.countdown_cot import parse_answer, render, solve
+
+    task = get_task("countdown_cot")
+    counts, lengths = [], []
+    for row in task.make_split("train", 3000, 0):
+        numbers, target = parse_answer(str(row["answer"]))
+        derivations = solve(numbers, target, task.max_value)
+        counts.append(len(derivations))
+        lengths += [len(render(numbers, d)) for d in derivations]
+    counts.sort()
+    n = len(counts)
+    return [f"derivations per prompt median {statistics.median(counts):g} (deciles {counts[n // 10]} … "
+            f"{counts[9 * n // 10]}; {100 * sum(c == 1 for c in counts) / n:.1f} % have exactly one), derivation "
+            f"length {statistics.mean(lengths):.0f}\ncharacters on average (max {max(lengths)}; "
+            f"`max_completion_chars` = {task.max_completion_chars})"]
+
+
 def inline_checks() -> list[tuple[str, str]]:
     """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
     that must appear there). The page keeps its prose; this pins the number inside it."""
@@ -1790,6 +1811,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
         *(("docs/tasks.md", row) for row in calc_tool_rows()),
+        *(("docs/tasks.md", text) for text in countdown_cot_task_numbers()),
         *(("docs/tasks.md", text) for text in calc_tool_numbers()),
         *(("docs/methods.md", text) for text in methods_numbers()),
         *(("docs/methods.md", text) for text in methods_auto_numbers()),
