@@ -1111,7 +1111,14 @@ def countdown_reading_numbers() -> list[str]:
     ef = [mean(m, "entropy_final") for m in paper]
     band = [mean(m, "in_band_frac", 100) for m in paper]
     min_ratio = statistics.mean(a / b for a, b in zip(g["entropy_min"]["values"], g["entropy_start"]["values"], strict=True))
+    o1 = by["stare_o1"]
+    gates = [mean(m, "stare/gate_on", 100) for m in ("stare_o1", "stare_c2")]
     return [
+        f"although STARE's gate is on in {min(gates):.0f} % of steps",
+        f"state's entropy: {mean('grpo', 'quadrant/pos_high_frac', 100):.1f} % of tokens; A<0 above it: "
+        f"{mean('grpo', 'quadrant/neg_high_frac', 100):.1f} %)",
+        f"surprisal, {o1['stare/l_plus_frac']['mean'] * 100:.1f} % of tokens) is mostly *entropy-lowering* tokens (it "
+        f"carries {o1['quadrant/l_plus_share']['mean'] * 100:.0f} % of the summed |predicted",
         f"sampling entropy, which is comparable, is {_ms(by['dapo']['eval_entropy']['values'], 1, 3)} vs GRPO's "
         f"{_ms(g['eval_entropy']['values'], 1, 3)}.",
         f"GRPO's entropy falls from {mean('grpo', 'entropy_start'):.2f} to {mean('grpo', 'entropy_final'):.2f} "
