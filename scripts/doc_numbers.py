@@ -1113,7 +1113,14 @@ def countdown_reading_numbers() -> list[str]:
     min_ratio = statistics.mean(a / b for a, b in zip(g["entropy_min"]["values"], g["entropy_start"]["values"], strict=True))
     o1 = by["stare_o1"]
     gates = [mean(m, "stare/gate_on", 100) for m in ("stare_o1", "stare_c2")]
+    c2w, sw = "stare_c2_w3", "stare_sens_w3"
     return [
+        f"STARE C2 keeps the entropy at {mean(c2w, 'entropy_final'):.2f}",
+        f"the gate switching off in {100 - mean(c2w, 'stare/gate_on', 100):.0f} % of steps) and the",
+        f"gate off in {100 - mean(sw, 'stare/gate_on', 100):.0f} % of steps)",
+        f"(L+ {mean(sw, 'stare/l_plus_frac', 100):.1f} % of tokens vs {mean(c2w, 'stare/l_plus_frac', 100):.1f} %; it "
+        f"never up-weights an entropy-lowering token: mean token\nweight {mean(sw, 'stare/mean_weight'):.2f} vs "
+        f"{mean(c2w, 'stare/mean_weight'):.2f})",
         f"although STARE's gate is on in {min(gates):.0f} % of steps",
         f"state's entropy: {mean('grpo', 'quadrant/pos_high_frac', 100):.1f} % of tokens; A<0 above it: "
         f"{mean('grpo', 'quadrant/neg_high_frac', 100):.1f} %)",
