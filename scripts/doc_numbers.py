@@ -1116,6 +1116,9 @@ def countdown_reading_numbers() -> list[str]:
     c2w, sw = "stare_c2_w3", "stare_sens_w3"
     return [
         f"STARE C2 keeps the entropy at {mean(c2w, 'entropy_final'):.2f}",
+        f"paper weights: **no** ({mean('stare_o1', 'in_band_frac', 100):.0f} % of steps); adaptive W/M: "
+        f"{mean('stare_adaptive', 'in_band_frac', 100):.0f} %; W 3 / M 0.2: **yes** for C2 "
+        f"({mean(c2w, 'in_band_frac', 100):.0f} %) and the extension ({mean(sw, 'in_band_frac', 100):.1f} %)",
         f"the gate switching off in {100 - mean(c2w, 'stare/gate_on', 100):.0f} % of steps) and the",
         f"gate off in {100 - mean(sw, 'stare/gate_on', 100):.0f} % of steps)",
         f"(L+ {mean(sw, 'stare/l_plus_frac', 100):.1f} % of tokens vs {mean(c2w, 'stare/l_plus_frac', 100):.1f} %; it "
