@@ -1024,6 +1024,16 @@ def frontier_reading_numbers() -> list[str]:
         f"Entrocraft {h('entrocraft_t07'):.3f} ({h('entrocraft_t07') / tgt('entrocraft_t07'):.2f}; pass@1 "
         f"{ms('entrocraft_t07', 'pass@1')}, pass@32 {ms('entrocraft_t07', 'pass@k')})",
         "(bonus " + " → ".join(f"{statistics.mean(v(m, 'pass@k')):.1f}" for m in (b3, b5, b7)),
+        "EntroPIC " + " → ".join(f"{statistics.mean(v(f'entropic_t0{x}', 'pass@k')):.1f}" for x in "357")
+        + ", Entrocraft\n  " + " → ".join(f"{statistics.mean(v(f'entrocraft_t0{x}', 'pass@k')):.1f}" for x in "357")
+        + ", within the seed spreads; STARE: " + " → ".join(f"{statistics.mean(v(m, 'pass@k')):.1f}" for m in (st3, st5, st7))
+        + ")",
+        "(pass@1 " + " → ".join(f"{statistics.mean(v(f'entrocraft_t0{x}', 'pass@1')):.1f}" for x in "357") + ")",
+        "In the means pass@32 rises " + " → ".join(f"{statistics.mean(v(m, 'pass@k')):.1f}" for m in (st3, st5))
+        + " →\n  " + f"{statistics.mean(v(st7, 'pass@k')):.1f} and pass@1 falls "
+        + " → ".join(f"{statistics.mean(v(m, 'pass@1')):.1f}" for m in (st3, st5, st7)),
+        f"pass@1 {ms('entropic_t05', 'pass@1')}, pass@32 " + ms("entropic_t05", "pass@k").replace(" ± ", " ±\n    ")
+        + ", GRPO's own numbers",
         f"0.5x is at its target only just ({h(st5) / tgt(st5):.2f} of it)",
         f"({tgt(b3):.3f} vs GRPO's {h('grpo'):.3f}: {h('grpo') / tgt(b3):.2f} of it)",
         f"{h('entrocraft_t03') / tgt('entrocraft_t03'):.2f} of its target, pass@1 {ms('entrocraft_t03', 'pass@1')}, "
