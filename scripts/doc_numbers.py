@@ -1257,6 +1257,11 @@ def cot_reading_numbers() -> list[str]:
         f"{100 * gr['avg@k']['std']:.1f}), with pass@32 {k('dapo')}",
         f"entropy {ratios['vanilla_it2']:.0f} % of start:",
         f"GRPO (pass@1 {g('clip_cov')} and {g('kl_cov')}, pass@32 {k('clip_cov')} and {k('kl_cov')})",
+        f"ends at pass@1 {_ms(cot['vanilla_it2']['avg@k']['values'], 100)} / pass@32 "
+        f"{_ms(cot['vanilla_it2']['pass@k']['values'], 100)}, entropy",
+        f"Clip-Cov is {_signed(_gain(cot, 'clip_cov', 'avg@k', 'vanilla_it2'), 2)} / "
+        f"{_signed(_gain(cot, 'clip_cov', 'pass@k', 'vanilla_it2'), 2)} against it and KL-Cov "
+        f"{_signed(_gain(cot, 'kl_cov', 'avg@k', 'vanilla_it2'), 2)} / {_signed(_gain(cot, 'kl_cov', 'pass@k', 'vanilla_it2'), 2)}",
     ]
 
 
