@@ -1257,12 +1257,25 @@ def cot_reading_numbers() -> list[str]:
         f"{100 * gr['avg@k']['std']:.1f}), with pass@32 {k('dapo')}",
         f"entropy {ratios['vanilla_it2']:.0f} % of start:",
         f"GRPO (pass@1 {g('clip_cov')} and {g('kl_cov')}, pass@32 {k('clip_cov')} and {k('kl_cov')})",
+        dapo_refill_numbers(),
         f"ends at pass@1 {_ms(cot['vanilla_it2']['avg@k']['values'], 100)} / pass@32 "
         f"{_ms(cot['vanilla_it2']['pass@k']['values'], 100)}, entropy",
         f"Clip-Cov is {_signed(_gain(cot, 'clip_cov', 'avg@k', 'vanilla_it2'), 2)} / "
         f"{_signed(_gain(cot, 'clip_cov', 'pass@k', 'vanilla_it2'), 2)} against it and KL-Cov "
         f"{_signed(_gain(cot, 'kl_cov', 'avg@k', 'vanilla_it2'), 2)} / {_signed(_gain(cot, 'kl_cov', 'pass@k', 'vanilla_it2'), 2)}",
     ]
+
+
+def dapo_refill_numbers() -> str:
+    """compare.md's DAPO refill (seed 0's countdown_cot cell): the informative share of generated groups over the
+    first 100 and the last 500 steps, and the generation rounds per step over the last 500."""
+    rows = [r for r in _metrics("compare_cot/runs/dapo/seed0/metrics.jsonl.gz")
+            if "stare/dynamic_sampling/informative_frac" in r]
+    share = [r["stare/dynamic_sampling/informative_frac"] for r in rows]
+    rounds = [r["stare/dynamic_sampling/gen_rounds"] for r in rows]
+    return (f"falls (seed 0) from {100 * statistics.mean(share[:100]):.0f} % (first\n  100 steps) to "
+            f"{100 * statistics.mean(share[-500:]):.0f} % (last 500), so a step needs {statistics.mean(rounds[-500:]):.1f} "
+            "generation rounds")
 
 
 def curves_of(method: str) -> list[list[dict]]:
