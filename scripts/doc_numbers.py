@@ -1258,12 +1258,26 @@ def cot_reading_numbers() -> list[str]:
         f"entropy {ratios['vanilla_it2']:.0f} % of start:",
         f"GRPO (pass@1 {g('clip_cov')} and {g('kl_cov')}, pass@32 {k('clip_cov')} and {k('kl_cov')})",
         dapo_refill_numbers(),
+        entropic_cot_numbers(),
         f"ends at pass@1 {_ms(cot['vanilla_it2']['avg@k']['values'], 100)} / pass@32 "
         f"{_ms(cot['vanilla_it2']['pass@k']['values'], 100)}, entropy",
         f"Clip-Cov is {_signed(_gain(cot, 'clip_cov', 'avg@k', 'vanilla_it2'), 2)} / "
         f"{_signed(_gain(cot, 'clip_cov', 'pass@k', 'vanilla_it2'), 2)} against it and KL-Cov "
         f"{_signed(_gain(cot, 'kl_cov', 'avg@k', 'vanilla_it2'), 2)} / {_signed(_gain(cot, 'kl_cov', 'pass@k', 'vanilla_it2'), 2)}",
     ]
+
+
+def entropic_cot_numbers() -> str:
+    """compare.md's EntroPIC at its defaults on countdown_cot (seed 0's cell): where the batch entropy crosses the
+    target, alpha at step 900 and at the end, the final batch entropy."""
+    rows = _metrics("compare_cot/runs/entropic/seed0/metrics.jsonl.gz")
+    alpha = {r["step"]: r["stare/entropic_alpha"] for r in rows if "stare/entropic_alpha" in r}
+    entropy = [(r["step"], r["stare/batch_entropy"]) for r in rows if "stare/batch_entropy" in r]
+    cross = next(step for step, h in entropy if h < 0.1)
+    last = max(alpha)
+    return (f"the batch entropy crosses 0.1 at step {cross} and the integral term needs until step 900 to bring\n"
+            f"  alpha to {_signed(alpha[900], 2)} ({_signed(alpha[last], 2)} at step {last:,}".replace(",", " ")
+            + f"), while the batch entropy keeps falling, to {entropy[-1][1]:.3f}.")
 
 
 def dapo_refill_numbers() -> str:
