@@ -1259,12 +1259,27 @@ def cot_reading_numbers() -> list[str]:
         f"GRPO (pass@1 {g('clip_cov')} and {g('kl_cov')}, pass@32 {k('clip_cov')} and {k('kl_cov')})",
         dapo_refill_numbers(),
         entropic_cot_numbers(),
+        cot_step_time_numbers(),
         f"ends at pass@1 {_ms(cot['vanilla_it2']['avg@k']['values'], 100)} / pass@32 "
         f"{_ms(cot['vanilla_it2']['pass@k']['values'], 100)}, entropy",
         f"Clip-Cov is {_signed(_gain(cot, 'clip_cov', 'avg@k', 'vanilla_it2'), 2)} / "
         f"{_signed(_gain(cot, 'clip_cov', 'pass@k', 'vanilla_it2'), 2)} against it and KL-Cov "
         f"{_signed(_gain(cot, 'kl_cov', 'avg@k', 'vanilla_it2'), 2)} / {_signed(_gain(cot, 'kl_cov', 'pass@k', 'vanilla_it2'), 2)}",
     ]
+
+
+def cot_step_time_numbers() -> str:
+    """compare.md's split of a countdown_cot cell's time (seed 0): GRPO's summed step times and curve evaluations,
+    Clip-Cov's (it generates on every other step), and the generation / update split that their difference gives."""
+    grpo = _metrics("compare_cot/runs/grpo/seed0/metrics.jsonl.gz")
+    clip = _metrics("compare_cot/runs/clip_cov/seed0/metrics.jsonl.gz")
+    g = sum(r["step_time"] for r in grpo if "step_time" in r)
+    c = sum(r["step_time"] for r in clip if "step_time" in r)
+    steps = sum("step_time" in r for r in grpo)
+    gen, step = (g - c) / (steps / 2), g / steps
+    return (f"GRPO {g:.0f} s of training steps and {sum(r['eval/wall_s'] for r in grpo if 'eval/wall_s' in r):.0f} s of "
+            f"curve evaluation; Clip-Cov, which generates on every other step only, {c:.0f} s. So generation is "
+            f"~{gen:.2f} s of a {step:.2f} s step (~{100 * gen / step:.0f} %) and the update ~{step - gen:.2f} s")
 
 
 def entropic_cot_numbers() -> str:
