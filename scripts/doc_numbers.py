@@ -1260,12 +1260,26 @@ def cot_reading_numbers() -> list[str]:
         dapo_refill_numbers(),
         entropic_cot_numbers(),
         cot_step_time_numbers(),
+        *cot_grid_cost_numbers(),
         f"ends at pass@1 {_ms(cot['vanilla_it2']['avg@k']['values'], 100)} / pass@32 "
         f"{_ms(cot['vanilla_it2']['pass@k']['values'], 100)}, entropy",
         f"Clip-Cov is {_signed(_gain(cot, 'clip_cov', 'avg@k', 'vanilla_it2'), 2)} / "
         f"{_signed(_gain(cot, 'clip_cov', 'pass@k', 'vanilla_it2'), 2)} against it and KL-Cov "
         f"{_signed(_gain(cot, 'kl_cov', 'avg@k', 'vanilla_it2'), 2)} / {_signed(_gain(cot, 'kl_cov', 'pass@k', 'vanilla_it2'), 2)}",
     ]
+
+
+def cot_grid_cost_numbers() -> list[str]:
+    """compare.md's cost of the countdown_cot grid: the cells' wall times (compare_done.json), the 33 method cells
+    and the 3 control cells (vanilla_it2), in core-minutes and in hours at two cells at a time."""
+    walls = {f: json.loads(f.read_text())["wall_s"] / 60
+             for f in sorted((RESULTS / "compare_cot" / "runs").glob("*/seed*/compare_done.json"))}
+    method = sum(w for f, w in walls.items() if f.parts[-3] != "vanilla_it2")
+    control = [w for f, w in walls.items() if f.parts[-3] == "vanilla_it2"]
+    n = len(walls) - len(control)
+    return [f"the {n} method cells took {method:.0f} core-minutes (~{method / 120:.1f} h at `parallel: 2`); with the "
+            f"{len(control)} control cells (~{statistics.mean(control):.0f} min each) {method + sum(control):.0f} "
+            f"(~{(method + sum(control)) / 120:.1f} h)"]
 
 
 def cot_step_time_numbers() -> str:
