@@ -1830,6 +1830,20 @@ def compare_controller_numbers() -> list[str]:
     ]
 
 
+def countdown_grpo_control_row() -> str:
+    """compare.md's weight_control table, its countdown GRPO row: the grid's ``grpo`` cell, seed 0 and the 3 seeds
+    (``docs/results/compare/results.json``)."""
+    g = _grid("compare/results.json")["grpo"]
+
+    def val(key: str, scale: float = 1.0) -> list[float]:
+        return [x * scale for x in g[key]["values"]]
+
+    es, ef, band = val("entropy_start"), val("entropy_final"), val("in_band_frac", 100)
+    a, pk = val("avg@k"), val("pass@k")
+    return (f"| 200 | {es[0]:.3f} → {ef[0]:.3f} | - | - | {band[0]:.1f} % ({_ms(band)} %) | - | - | {a[0]:.3f} "
+            f"({_ms(a, 1, 3)}) | {pk[0]:.3f} ({_ms(pk, 1, 3)}) |")
+
+
 def countdown_warmstart_numbers() -> list[str]:
     """compare.md's countdown warm start, from the grid's ``docs/results/compare/warmstart.json`` (its stop and held-out metrics)."""
     ws = _load("compare/warmstart.json")
@@ -1947,6 +1961,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", text) for text in frontier_reading_numbers()),
         *(("docs/compare.md", row) for row in countdown_rows()),
         *(("docs/compare.md", text) for text in countdown_warmstart_numbers()),
+        ("docs/compare.md", countdown_grpo_control_row()),
         *(("docs/compare.md", text) for text in countdown_reading_numbers()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
