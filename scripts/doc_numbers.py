@@ -1830,6 +1830,30 @@ def compare_controller_numbers() -> list[str]:
     ]
 
 
+def wide4x_trace_numbers() -> list[str]:
+    """compare.md's 4x-wider arithmetic narrative, from its runs' committed metrics and summary.json: the band
+    fractions of auto's seed 0 over steps 1-250 and 300-400 (target 0.3), and auto's held-out differences from
+    GRPO per seed and on the mean of the 2 seeds."""
+    rows = _metrics("weight_control/wide4x_auto_arith_s0.metrics.jsonl.gz")
+    h = [(r["step"], r["stare/batch_entropy"]) for r in rows if "stare/batch_entropy" in r]
+
+    def frac(lo: int, hi: int, band: float) -> float:
+        xs = [v for step, v in h if lo <= step <= hi]
+        return 100 * sum(abs(v / 0.3 - 1) <= band for v in xs) / len(xs)
+
+    w = _load("weight_control/summary.json")
+    d = {(key, s): 100 * (w[f"wide4x_auto_arith_s{s}"][key] - w[f"wide4x_grpo_arith_s{s}"][key])
+         for key in ("avg@k", "pass@k") for s in (0, 1)}
+    return [
+        f"in steps 1-250 the entropy is within ±25 % of the target on {frac(1, 250, 0.25):.0f} % of steps, ±10 %\non "
+        f"{frac(1, 250, 0.1):.0f} %",
+        f"(±10 % on {frac(300, 400, 0.1):.0f} % of\nsteps 300-400)",
+        f"Held-out: avg@8 {_signed(d['avg@k', 0])} (seed 0) and {_signed(d['avg@k', 1])} (seed 1) points\nagainst GRPO, "
+        f"{_signed((d['avg@k', 0] + d['avg@k', 1]) / 2)} on the mean of 2 seeds (within their spread); pass@8 "
+        f"{_signed(d['pass@k', 0])} and {_signed(d['pass@k', 1])}",
+    ]
+
+
 def countdown_grpo_control_row() -> str:
     """compare.md's weight_control table, its countdown GRPO row: the grid's ``grpo`` cell, seed 0 and the 3 seeds
     (``docs/results/compare/results.json``)."""
@@ -1962,6 +1986,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", row) for row in countdown_rows()),
         *(("docs/compare.md", text) for text in countdown_warmstart_numbers()),
         ("docs/compare.md", countdown_grpo_control_row()),
+        *(("docs/compare.md", text) for text in wide4x_trace_numbers()),
         *(("docs/compare.md", text) for text in countdown_reading_numbers()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
