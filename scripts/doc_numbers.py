@@ -1830,6 +1830,22 @@ def compare_controller_numbers() -> list[str]:
     ]
 
 
+def cot_min_and_wide2x_numbers() -> list[str]:
+    """compare.md's issue-#10 countdown_cot table, its "min" column (the lowest batch entropy of each seed's run),
+    and the 2x wider model's step-to-step noise (auto's run, summarise.py's definition)."""
+    def low(name: str) -> str:
+        rows = _metrics(f"weight_control/{name}.metrics.jsonl.gz")
+        key = next(k for k in ("control/batch_entropy", "stare/batch_entropy", "actor/entropy")
+                   if any(k in r for r in rows))
+        return f"{min(r[key] for r in rows if key in r):.3f}"
+
+    return [
+        "| " + " / ".join(low(f"grpo_cot_s{i}") for i in range(3)) + " | band never reached |",
+        "| " + " / ".join(low(f"auto_c2_cot_s{i}") for i in range(3)) + " | band never reached |",
+        f"the spread around a 21-step moving mean is {_noise('auto_wide2x_arith_s0')[0]:.0f} % of\nthe target",
+    ]
+
+
 def wide4x_trace_numbers() -> list[str]:
     """compare.md's 4x-wider arithmetic narrative, from its runs' committed metrics and summary.json: the band
     fractions of auto's seed 0 over steps 1-250 and 300-400 (target 0.3), and auto's held-out differences from
@@ -1987,6 +2003,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", text) for text in countdown_warmstart_numbers()),
         ("docs/compare.md", countdown_grpo_control_row()),
         *(("docs/compare.md", text) for text in wide4x_trace_numbers()),
+        *(("docs/compare.md", text) for text in cot_min_and_wide2x_numbers()),
         *(("docs/compare.md", text) for text in countdown_reading_numbers()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
