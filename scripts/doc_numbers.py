@@ -1830,6 +1830,26 @@ def compare_controller_numbers() -> list[str]:
     ]
 
 
+def selection_sign_rows() -> list[str]:
+    """compare.md's table of the selection's sign (the frontier's ``stare_auto_t05`` seed 0, 100-step windows): the
+    entropy over its start, the A > 0 / A < 0 tokens with s > H, L+ and L− (% of tokens), W; and the share of L+
+    that is right-signed early and late."""
+    rows = [r for r in _metrics("frontier_cot/runs/stare_auto_t05/seed0/metrics.jsonl.gz") if "control/batch_entropy" in r]
+    start = rows[0]["control/start_entropy"]
+    out, shares = [], []
+    for lo, hi in ((1, 100), (401, 500), (801, 900)):
+        window = [r for r in rows if lo <= r["step"] <= hi]
+
+        def m(key: str, window: list[dict] = window) -> float:
+            return statistics.fmean(r[key] for r in window)
+
+        shares.append(m("quadrant/pos_high_frac") / m("loss/l_plus_frac"))
+        out.append(f"| {lo}-{hi} | {m('control/batch_entropy') / start:.2f} | {100 * m('quadrant/pos_high_frac'):.2f} | "
+                   f"{100 * m('loss/l_plus_frac'):.2f} | {100 * m('quadrant/neg_high_frac'):.2f} | "
+                   f"{100 * m('loss/l_minus_frac'):.2f} | {m('control/reweight_w'):.1f} |")
+    return [*out, f"So at most {100 * shares[0]:.0f} % (early) to {100 * shares[-1]:.0f} % (late) of L+ is right-signed"]
+
+
 def cot_min_and_wide2x_numbers() -> list[str]:
     """compare.md's issue-#10 countdown_cot table, its "min" column (the lowest batch entropy of each seed's run),
     and the 2x wider model's step-to-step noise (auto's run, summarise.py's definition)."""
@@ -2004,6 +2024,7 @@ def inline_checks() -> list[tuple[str, str]]:
         ("docs/compare.md", countdown_grpo_control_row()),
         *(("docs/compare.md", text) for text in wide4x_trace_numbers()),
         *(("docs/compare.md", text) for text in cot_min_and_wide2x_numbers()),
+        *(("docs/compare.md", text) for text in selection_sign_rows()),
         *(("docs/compare.md", text) for text in countdown_reading_numbers()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
