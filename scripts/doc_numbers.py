@@ -1847,7 +1847,13 @@ def selection_sign_rows() -> list[str]:
         out.append(f"| {lo}-{hi} | {m('control/batch_entropy') / start:.2f} | {100 * m('quadrant/pos_high_frac'):.2f} | "
                    f"{100 * m('loss/l_plus_frac'):.2f} | {100 * m('quadrant/neg_high_frac'):.2f} | "
                    f"{100 * m('loss/l_minus_frac'):.2f} | {m('control/reweight_w'):.1f} |")
-    return [*out, f"So at most {100 * shares[0]:.0f} % (early) to {100 * shares[-1]:.0f} % (late) of L+ is right-signed"]
+    wide = [r for r in _metrics("controller_authority/runs/countdown_cot_widenP_from500/metrics.jsonl.gz")
+            if r.get("loss/top_p_ratio", 0.0) >= 0.5 - 1e-9]
+    widened = (f"on the {len(wide)} steps at P 0.5, L+ was "
+               f"{100 * statistics.fmean(r['loss/l_plus_frac'] for r in wide):.1f} % of the tokens and the s > H positives "
+               f"{100 * statistics.fmean(r['quadrant/pos_high_frac'] for r in wide):.2f} %")
+    return [*out, f"So at most {100 * shares[0]:.0f} % (early) to {100 * shares[-1]:.0f} % (late) of L+ is right-signed",
+            widened]
 
 
 def cot_min_and_wide2x_numbers() -> list[str]:
