@@ -1830,6 +1830,26 @@ def compare_controller_numbers() -> list[str]:
     ]
 
 
+def methods_actuator_numbers() -> list[str]:
+    """methods.md's summary of the actuators on countdown_cot (controller_authority/summary.json, as compare.md's)."""
+    a = _load("controller_authority/summary.json")
+    c2, wide, sens, after = (a[k] for k in ("countdown_cot_auto_t05_s0_from500", "countdown_cot_widenP_from500",
+                                            "countdown_cot_sens_from500", "countdown_cot_sens_from640"))
+    cot, cd, w2 = a["countdown_cot_sens_t05_s0"], a["countdown_sens_t07"], a["countdown_wide2x_sens_t07"]
+    smooth = [cd["band_fraction_smoothed"], w2["band_fraction_smoothed"]]
+    return [
+        f"steps 501-1 000 in the ±10 % band {_pct(c2['band_fraction'])}, entropy {c2['mean_over_target']:.2f} of target",
+        f"{_pct(wide['band_fraction'])},\n  {wide['mean_over_target']:.2f} of target",
+        f"{_pct(after['band_fraction'])} of steps 641-1 000 in the band ({_pct(after['noise_ceiling'])} possible under\n"
+        f"  the batch noise) with W ≤ {math.floor(after['w_max_seen'])}",
+        f"{_pct(cot['band_fraction'])} of steps in the band on\n`countdown_cot` at 0.5x ({_pct(cot['noise_ceiling'])} "
+        f"possible; W at most {cot['w_max_seen']:.1f})",
+        f"({_pct(cd['band_fraction'])} and {_pct(w2['band_fraction'])}, where {_pct(cd['noise_ceiling'])} and "
+        f"{_pct(w2['noise_ceiling'])} are possible; the 21-step mean in the band on "
+        f"{_span0([100 * x for x in smooth])} %)",
+    ]
+
+
 def selection_sign_rows() -> list[str]:
     """compare.md's table of the selection's sign (the frontier's ``stare_auto_t05`` seed 0, 100-step windows): the
     entropy over its start, the A > 0 / A < 0 tokens with s > H, L+ and L− (% of tokens), W; and the share of L+
@@ -2031,6 +2051,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", text) for text in wide4x_trace_numbers()),
         *(("docs/compare.md", text) for text in cot_min_and_wide2x_numbers()),
         *(("docs/compare.md", text) for text in selection_sign_rows()),
+        *(("docs/methods.md", text) for text in methods_actuator_numbers()),
         *(("docs/compare.md", text) for text in countdown_reading_numbers()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
