@@ -1830,6 +1830,28 @@ def compare_controller_numbers() -> list[str]:
     ]
 
 
+def frontier_w_bound_numbers() -> list[tuple[str, str]]:
+    """The frontier's W bounds from the cells' metrics: stare_sensitivity auto's largest W over every target and
+    seed; C2 auto 0.7x's share of steps with W at its bound 50, per seed (methods.md and compare.md)."""
+    sens = max(r.get("control/reweight_w", 0.0)
+               for x in "357" for s in range(3)
+               for r in _metrics(f"frontier_cot/runs/stare_sens_auto_t0{x}/seed{s}/metrics.jsonl.gz"))
+    shares = []
+    for s in range(3):
+        w = [r["control/reweight_w"] for r in _metrics(f"frontier_cot/runs/stare_auto_t07/seed{s}/metrics.jsonl.gz")
+             if "control/reweight_w" in r]
+        shares.append(100 * sum(x >= 50 * (1 - 1e-9) for x in w) / len(w))
+    fr = frontier()["methods"]
+    band = [_ms([100 * b for b in _seed_values(fr[f"stare_sens_auto_t0{x}"], "band_fraction")], 1) for x in "357"]
+    return [
+        ("docs/methods.md", f"{band[0]}, {band[1]} and {band[2]} % of the steps in the band at 0.3x, 0.5x and\n0.7x, "
+                            f"W at most {sens:.1f} in any seed"),
+        ("docs/methods.md", f"with W at 50 on {min(shares):.0f}-{max(shares):.0f} %\nof the steps"),
+        ("docs/compare.md", "W sits at its bound 50 on " + " / ".join(f"{x:.0f}" for x in shares[:2]) + " /\n  "
+                            + f"{shares[2]:.0f} % of the steps"),
+    ]
+
+
 def methods_actuator_numbers() -> list[str]:
     """methods.md's summary of the actuators on countdown_cot (controller_authority/summary.json, as compare.md's)."""
     a = _load("controller_authority/summary.json")
@@ -2052,6 +2074,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", text) for text in cot_min_and_wide2x_numbers()),
         *(("docs/compare.md", text) for text in selection_sign_rows()),
         *(("docs/methods.md", text) for text in methods_actuator_numbers()),
+        *frontier_w_bound_numbers(),
         *(("docs/compare.md", text) for text in countdown_reading_numbers()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
