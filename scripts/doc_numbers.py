@@ -1869,7 +1869,22 @@ def methods_actuator_numbers() -> list[str]:
         f"({_pct(cd['band_fraction'])} and {_pct(w2['band_fraction'])}, where {_pct(cd['noise_ceiling'])} and "
         f"{_pct(w2['noise_ceiling'])} are possible; the 21-step mean in the band on "
         f"{_span0([100 * x for x in smooth])} %)",
+        short_answer_seed_numbers(a),
     ]
+
+
+def short_answer_seed_numbers(a: dict) -> str:
+    """methods.md: stare_sensitivity auto at 0.7x on countdown and its 2x wider model, 3 seeds each."""
+    cd = [a[k] for k in ("countdown_sens_t07", "countdown_sens_t07_s1", "countdown_sens_t07_s2")]
+    w2 = [a[k] for k in ("countdown_wide2x_sens_t07", "countdown_wide2x_sens_t07_s1", "countdown_wide2x_sens_t07_s2")]
+
+    def ms(rs: list[dict], field: str) -> str:
+        return _ms([r[field] for r in rs], 100)
+
+    worst = max(abs(r["mean_over_target"] - 1) for r in cd + w2)
+    return (f"countdown 0.7x {ms(cd, 'band_fraction')} % (noise ceiling {ms(cd, 'noise_ceiling').replace(' ± ', ' ±' + chr(10))} %), "
+            f"the 2x wider model {ms(w2, 'band_fraction')} % ({ms(w2, 'noise_ceiling')} %), the mean within "
+            f"{100 * worst:.1f} % of the target in every run")
 
 
 def selection_sign_rows() -> list[str]:
