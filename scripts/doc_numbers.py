@@ -1830,6 +1830,19 @@ def compare_controller_numbers() -> list[str]:
     ]
 
 
+def authority_sag_numbers() -> list[str]:
+    """compare.md's relative-target section: where C2 auto 0.5x's entropy sags (50-step means of the frontier's
+    stare_auto_t05 seed 0 over steps 700-999, over its target), and the right-signed selection's band on
+    countdown_cot at 0.5x (controller_authority/summary.json)."""
+    rows = [r for r in _metrics("frontier_cot/runs/stare_auto_t05/seed0/metrics.jsonl.gz") if "control/batch_entropy" in r]
+    target = rows[-1]["control/target_entropy"]
+    means = [statistics.fmean(r["control/batch_entropy"] for r in rows if lo <= r["step"] < lo + 50) / target
+             for lo in range(700, 1000, 50)]
+    sens = _load("controller_authority/summary.json")["countdown_cot_sens_t05_s0"]["band_fraction"]
+    return [f"entropy sags to {min(means):.2f}-{max(means):.2f} of the target (50-step means) over steps 700-1 000",
+            f"(with the right-signed selection, next subsection:\n{_pct(sens)} on `countdown_cot`"]
+
+
 def frontier_w_bound_numbers() -> list[tuple[str, str]]:
     """The frontier's W bounds from the cells' metrics: stare_sensitivity auto's largest W over every target and
     seed; C2 auto 0.7x's share of steps with W at its bound 50, per seed (methods.md and compare.md)."""
@@ -2090,6 +2103,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", text) for text in selection_sign_rows()),
         *(("docs/methods.md", text) for text in methods_actuator_numbers()),
         *frontier_w_bound_numbers(),
+        *(("docs/compare.md", text) for text in authority_sag_numbers()),
         *(("docs/compare.md", text) for text in countdown_reading_numbers()),
         *(("docs/compare.md", row) for row in cot_curve_rows()),
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
