@@ -35,6 +35,11 @@ REACH_RATIO = 1.2  # R0b: GRPO's final batch H below 1.2x the target
 COST_POINTS = 0.02  # R3/R4: pass@1 cost threshold, 2 points
 TAIL_STEPS = 10  # bound readings: the last 10 logged steps
 AT_BOUND = 0.99
+# When each actuator acted (descriptive, added 2026-11-27 after 4 cells, no rule reads it): the step metric that is
+# non-zero while the actuator changes the loss.
+ACTING = {CANDIDATE: ("control/gate_on", lambda v: v > 0), BONUS: ("control/entropy_coef", lambda v: v > 0),
+          ENTROCRAFT: ("control/entrocraft_mode", lambda v: v != 0)}
+BATCH_H = ("actor/entropy",)  # the same key in every cell (GRPO logs no control/batch_entropy)
 BOUNDS = {CANDIDATE: (("loss/reweight_w", "control/reweight_w"), "auto_w_max", 50.0),
           BONUS: (("control/entropy_coef",), "bonus_coef_max", 1.0)}
 
@@ -67,6 +72,31 @@ def cell_record(method: str, run_dir: Path, band: float, cfg: dict[str, Any]) ->
     return rec
 
 
+def _steps(run_dir: Path, keys: tuple[str, ...]) -> dict[int, float]:
+    run = read_run(run_dir)
+    if run is None:
+        return {}
+    key = next((k for k in keys if run.series.get(k)), None)
+    return dict(run.series.get(key, [])) if key else {}
+
+
+def activity(method: str, run_dir: Path, reference_dir: Path | None) -> dict[str, Any] | None:
+    """When ``method``'s actuator acted: the first step and the number of steps its metric says it changed the loss,
+    out of the logged steps, and the first step whose batch entropy differs from GRPO's run of the same seed (every
+    cell starts from the same weights with the same seed, so before the actuator acts the two are the same run)."""
+    if method not in ACTING:
+        return None
+    key, acting = ACTING[method]
+    series = _steps(run_dir, (key,))
+    on = sorted(s for s, v in series.items() if acting(v))
+    first_diff = None
+    if reference_dir is not None and (reference_dir / DONE_FILE).is_file():
+        mine, ref = _steps(run_dir, BATCH_H), _steps(reference_dir, BATCH_H)
+        first_diff = next((s for s in sorted(mine) if s in ref and mine[s] != ref[s]), None)
+    return {"metric": key, "steps": len(series), "acting_steps": len(on), "first_acting_step": on[0] if on else None,
+            "first_step_differs_from_grpo": first_diff}
+
+
 def load(runs: Path) -> tuple[dict[str, dict[int, dict[str, Any]]], list[str], Any]:
     grid = restrict(load_grid(GRID), out=runs)
     values: dict[str, dict[int, dict[str, Any]]] = {}
@@ -77,6 +107,8 @@ def load(runs: Path) -> tuple[dict[str, dict[int, dict[str, Any]]], list[str], A
             continue
         values.setdefault(cell.method, {})[cell.seed] = cell_record(cell.method, cell.run_dir, grid.band,
                                                                      grid.cell_config(cell.method))
+        reference = next((c.run_dir for c in grid.cells() if c.method == REFERENCE and c.seed == cell.seed), None)
+        values[cell.method][cell.seed]["activity"] = activity(cell.method, cell.run_dir, reference)
     return values, missing, grid
 
 
@@ -185,7 +217,19 @@ def markdown(result: dict[str, Any]) -> str:
             return "-" if not s else f"{s['mean']:.3f}" + (f" ± {s['std']:.3f}" if s.get("n", 0) > 1 else "")
         lines.append(f"| {m} | {len(result['values'].get(m, {}))} | {f('pass@1')} | {f('pass@k')} | "
                      f"{f('final_batch_entropy')} | {f('target')} | {f('band_fraction')} |")
-    lines += ["", "± = sample std over seeds.", "", "## Verdicts", ""]
+    lines += ["", "± = sample std over seeds.", "", "## When the actuators acted", "",
+              "Descriptive, added after the registration (2026-11-27, with 4 cells done); no rule reads it. Every cell "
+              "starts from the same weights, so a cell and GRPO's run of the same seed are the same run until its "
+              "actuator first changes the loss.", "",
+              "| cell | seed | logged steps | steps acting | first acting step | first step its batch H differs "
+              "from GRPO's |", "|---|---|---|---|---|---|"]
+    for m, by_seed in result["values"].items():
+        for seed, rec in sorted(by_seed.items()):
+            a = rec.get("activity")
+            if a:
+                lines.append(f"| {m} | {seed} | {a['steps']} | {a['acting_steps']} (`{a['metric']}`) | "
+                             f"{a['first_acting_step'] or '-'} | {a['first_step_differs_from_grpo'] or '-'} |")
+    lines += ["", "## Verdicts", ""]
     d = result["decisions"]
     for k in ("R0", "R0b", "R2", "R3", "R5"):
         lines.append(f"- **{k}** {d[k]['claim']}: {d[k]['verdict']}")
