@@ -2059,6 +2059,158 @@ def weight_control_noise_numbers() -> list[tuple[str, str]]:
     ]
 
 
+# ------------------------------------------------------------------- compare.md: the frontier's verdicts and summary
+def _fr(m: str, key: str, scale: float = 100) -> list[float]:
+    """One frontier cell's per-seed values of ``key`` (scaled; pass@ and band fractions in %)."""
+    return [x * scale for x in _seed_values(frontier()["methods"][m], key)]
+
+
+def _fr_ratio(m: str) -> float:
+    """A frontier cell's final batch entropy over its target (means over the seeds)."""
+    return statistics.mean(_fr(m, "final_batch_entropy", 1)) / statistics.mean(_fr(m, "target", 1))
+
+
+def _cells_last(method: str, key: str, n: int = 100) -> list[list[float]]:
+    """Each seed's last ``n`` logged values of ``key`` in a frontier cell's metrics."""
+    out = []
+    for seed_dir in sorted((RESULTS / "frontier_cot" / "runs" / method).glob("seed*")):
+        vals = [r[key] for r in _metrics(f"frontier_cot/runs/{method}/{seed_dir.name}/metrics.jsonl.gz") if key in r]
+        out.append(vals[-n:])
+    return out
+
+
+def _cells_mean(method: str, key: str) -> list[float]:
+    """Each seed's mean of ``key`` over a frontier cell's run."""
+    return [statistics.fmean(v) for v in _cells_last(method, key, 10**9)]
+
+
+def frontier_verdict_numbers() -> list[str]:
+    """compare.md's frontier verdicts ("The pre-registered hypotheses, decided", "What the pre-registered rules say")
+    beyond ``frontier_reading_numbers``: differences from the unrounded means, the larger seed std of a comparison,
+    per-seed band fractions, the rivals' last-100-step control state and STEER's / 80/20's token statistics from
+    the cells' metrics, and the H1 verdict at 0.3x as ``frontier.md`` prints it (frontier_rules.py)."""
+    def mean(m: str, key: str) -> float:
+        return statistics.mean(_fr(m, key))
+
+    def d(a: str, key: str, b: str = "grpo") -> str:
+        return _signed(mean(a, key) - mean(b, key))
+
+    def ms(m: str, key: str) -> str:
+        return _ms(_fr(m, key), 1)
+
+    def larger_std(a: str, b: str, key: str = "pass@1") -> str:
+        return f"{max(statistics.stdev(_fr(a, key)), statistics.stdev(_fr(b, key))):.1f}"
+
+    st5, st7, ec5 = "stare_auto_t05", "stare_auto_t07", "entrocraft_t05"
+    holders = [statistics.mean(_fr(m, "final_batch_entropy", 1)) for m in ("grpo", "entropy_bonus_t03", "entrocraft_t03")]
+    h1 = re.search(r"^- \*\*H1 at 0\.3x\*\*: (.*)$", (RESULTS / "frontier_cot" / "frontier.md").read_text(), re.M).group(1)
+    steer = [f"{x:.4f}" for x in _cells_mean("steer", "loss/mean_weight")]
+    share = statistics.mean(_cells_mean("high_entropy", "loss/high_entropy_frac"))
+    thr = statistics.mean(_cells_mean("high_entropy", "loss/entropy_threshold"))
+    integral = [statistics.fmean(v) for v in _cells_last("entropic_t07", "control/entropic_integral")]
+    coef = [statistics.fmean(v) for v in _cells_last("entropy_bonus_t07", "control/entropy_coef")]
+    nsr = all(x == -1 for v in _cells_last("entrocraft_t07", "control/entrocraft_mode") for x in v)
+    spans = [max(v) - min(v) for v in ([mean(f"{fam}_t0{x}", "pass@k") for x in "357"]
+                                      for fam in ("entropy_bonus", "entropic", "entrocraft"))]
+    w_max = [max(r.get("control/reweight_w", 0.0) for r in _metrics(f"frontier_cot/runs/stare_sens_auto_t0{x}/seed{s}/"
+                                                                     "metrics.jsonl.gz")) for x in "357" for s in range(3)]
+    nsr0 = [r["control/entrocraft_mode"] for r in _metrics(f"frontier_cot/runs/{ec5}/seed0/metrics.jsonl.gz")
+            if "control/entrocraft_mode" in r and r["step"] > 200]
+    sens = [f"{ms(f'stare_sens_auto_t0{x}', 'pass@1')} / {ms(f'stare_sens_auto_t0{x}', 'pass@k')}" for x in "357"]
+    return [
+        f"STARE gets\nclosest, {_fr_ratio(st7):.2f} of it)",
+        f"target ({d(st5, 'pass@1')} at 0.5x, {d(st7, 'pass@1')} at 0.7x against GRPO) while pass@32 rises "
+        f"({d(st5, 'pass@k')}, {d(st7, 'pass@k')}).",
+        f"near GRPO's own collapse ({statistics.mean(_fr('grpo', 'final_batch_entropy', 1)):.3f})",
+        f"{statistics.mean(_fr(ec5, 'band_fraction')):.1f} % in the band (seeds "
+        + " / ".join(f"{x:.0f}" for x in _fr(ec5, "band_fraction")[:2]) + "\n    / "
+        + f"{_fr(ec5, 'band_fraction')[2]:.0f} %)",
+        f"beyond the larger seed std ({larger_std(ec5, 'grpo')})**, for pass@32 {ms(ec5, 'pass@k')}",
+        f"The bonus's pass@32 is within GRPO's spread ({mean('entropy_bonus_t03', 'pass@k'):.1f} vs {ms('grpo', 'pass@k')})",
+        f"at pass@1 {ms('entropic_t03', 'pass@1')} and pass@32 " + ms("entropic_t03", "pass@k").replace(" ± ", " ±\n  "),
+        h1,
+        f"end where GRPO ends (final batch H {min(holders):.3f}-{max(holders):.3f})",
+        "its mean token weight is " + (steer[0] if len(set(steer)) == 1 else f"{min(steer)}-{max(steer)}")
+        + " over the\n  run in every seed",
+        f"on {100 * share:.1f} % of the tokens (entropy threshold ~{thr:.3f})",
+        f"(last-100-step mean {min(integral):.0f} to {max(integral):.0f})",
+        "at this project's cap 0.01 (`bonus_coef_max`; TRL's own bound is 1.0) in "
+        + ("every seed" if all(c >= 0.01 - 1e-12 for c in coef) else "NOT every seed"),
+        f"in NSR mode on every one of the last 100 steps in {'every seed' if nsr else 'NOT every seed'}",
+        f"less than {math.ceil(max(spans))} points",
+        f"(beyond the larger seed std, {larger_std('dapo', 'grpo')}: higher",
+        f"(at most {min(w_max):.1f}-{max(w_max):.1f} per cell",
+        f"**{sens[0]}** (0.3x),\n  {sens[1]} (0.5x), **{sens[2]}** (0.7x)",
+        f"where C2 stops at {_fr_ratio(st7):.2f} of the target",
+        "(from step " + " / ".join(str(next(r["step"] for r in _metrics(f"frontier_cot/runs/{st7}/seed{s}/metrics.jsonl.gz")
+                                           if r.get("control/reweight_w", 0.0) >= 50 * (1 - 1e-9))) for s in range(3)) + ")",
+        f"Seed 0 sits in NSR from step ~200 (on {100 * statistics.fmean(mode == -1 for mode in nsr0):.0f} % of steps "
+        "201-1 000)",
+        f"Nothing is missing: {frontier()['n_done']} of {frontier()['n_cells']} cells",
+        "all {} metrics rows ({} values, timings\naside)".format(*(f"{int(x):,}".replace(",", " ") for x in re.search(
+            r"metrics rows: committed (\d+), re-run \1; values compared (\d+); differing 0",
+            (RESULTS / "frontier_cot" / "README.md").read_text()).groups())),
+    ]
+
+
+def entrocraft_nsr_numbers() -> list[str]:
+    """compare.md's set-aside Entrocraft cell (docs/results/entrocraft_nsr, summarise.py's definitions): steps 301-450
+    of the grid cell (NSR on the advantage's sign) and of the fix (NSR on the raw reward): the tokens kept, the
+    groups whose rewards all agree, the batch entropy's change from steps 301-325 to 426-450."""
+    def stats(rel: str) -> tuple[float, float, float]:
+        rows = [r for r in _metrics(rel) if "control/batch_entropy" in r and 301 <= r["step"] <= 450]
+        h0 = statistics.fmean(r["control/batch_entropy"] for r in rows[:25])
+        h1 = statistics.fmean(r["control/batch_entropy"] for r in rows[-25:])
+        return (100 * statistics.fmean(r["loss/kept_frac"] for r in rows),
+                100 * statistics.fmean(r["frac_reward_zero_std"] for r in rows), 100 * (h1 / h0 - 1))
+
+    old, new = stats("entrocraft_nsr/advantage_sign_cell/metrics.jsonl.gz"), stats("entrocraft_nsr/metrics.jsonl.gz")
+    return [
+        f"({min(old[1], new[1]):.0f}-{max(old[1], new[1]):.0f} % of them here)",
+        f"NSR keeps {new[0]:.1f} % of the tokens instead of\n  {old[0]:.0f} %",
+        f"({_signed(new[2])} % over 150 steps of NSR, against {_signed(old[2], 0)} % before)",
+    ]
+
+
+def frontier_targets_numbers() -> list[str]:
+    """compare.md's "Against the issue's targets (#28), measured": the frontier cells (frontier.json) and the
+    right-signed selection's 3-seed runs (controller_authority/summary.json)."""
+    a = _load("controller_authority/summary.json")
+
+    def ms(m: str, key: str) -> str:
+        return _ms(_fr(m, key), 1)
+
+    def below(m: str) -> float:
+        return statistics.mean(_fr("grpo", "pass@1")) - statistics.mean(_fr(m, "pass@1"))
+
+    r5 = [_fr_ratio(f"{f}_t05") for f in ("entropy_bonus", "entropic", "entrocraft")]
+    r7 = [_fr_ratio(f"{f}_t07") for f in ("entropy_bonus", "entropic", "entrocraft")]
+    s7 = "stare_sens_auto_t07"
+    gain7 = statistics.mean(_fr(s7, "pass@k")) - statistics.mean(_fr("grpo", "pass@k"))
+    cot5 = [a[f"countdown_cot_sens_t05_s{s}"] for s in range(3)]
+    seeds = {name: [a[f"{name}{sfx}"] for sfx in ("", "_s1", "_s2")] for name in ("countdown_sens_t07",
+                                                                                 "countdown_wide2x_sens_t07")}
+    cd, wd = seeds.values()
+    means = [statistics.mean(r["mean_over_target"] for r in rs) for rs in seeds.values()]
+    return [
+        "(" + ms("stare_auto_t03", "pass@1").replace(" ± ", " ±\n  ") + f" / {ms('stare_auto_t03', 'pass@k')} "
+        f"against GRPO's {ms('grpo', 'pass@1')} / {ms('grpo', 'pass@k')}: {_signed(-below('stare_auto_t03'))} / "
+        f"{_signed(statistics.mean(_fr('stare_auto_t03', 'pass@k')) - statistics.mean(_fr('grpo', 'pass@k')))})",
+        f"({ms('stare_auto_t03', 'pass@1')} vs {ms('entropy_bonus_t03', 'pass@1')}, within the spread)",
+        f"({ms('entrocraft_t03', 'pass@1')}: STARE costs less)",
+        f"at {below('stare_auto_t05'):.1f} points of pass@1\n  below GRPO",
+        f"({min(r5):.2f}-{max(r5):.2f} of the\n  target)",
+        f"(C2 {_fr_ratio('stare_auto_t07'):.2f} of it, W at its bound; the rivals {min(r7):.2f}-{max(r7):.2f})",
+        f"holds it at {below(s7):.1f} points of pass@1\n  below GRPO for {gain7:.1f} more pass@32",
+        f"{ms('stare_auto_t05', 'band_fraction')} % at 0.5x, {ms('stare_auto_t07', 'band_fraction')} % at 0.7x",
+        f"`countdown_cot` at 0.7x ({ms(s7, 'band_fraction')} %) and missed narrowly at 0.5x "
+        f"({ms('stare_sens_auto_t05', 'band_fraction')} %; the batch noise allows "
+        f"{100 * statistics.mean(r['noise_ceiling'] for r in cot5):.0f} %)",
+        f"{_ms([r['noise_ceiling'] for r in cd], 100)} % and {_ms([r['noise_ceiling'] for r in wd], 100)} % of raw "
+        f"steps; the controller reaches {_ms([r['band_fraction'] for r in cd], 100)} % and "
+        f"{_ms([r['band_fraction'] for r in wd], 100)} %, with its mean\n  within {100 * (max(means) - 1):.1f} % of the target",
+    ]
+
 def inline_checks() -> list[tuple[str, str]]:
     """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
     that must appear there). The page keeps its prose; this pins the number inside it."""
@@ -2095,6 +2247,8 @@ def inline_checks() -> list[tuple[str, str]]:
         ("docs/compare.md", f"adaptive bonus and buys {dk:.2f} points more pass@32."),
         *(("docs/compare.md", row) for row in frontier_rows()),
         *(("docs/compare.md", text) for text in frontier_reading_numbers()),
+        *(("docs/compare.md", text) for text in [*frontier_verdict_numbers(), *entrocraft_nsr_numbers(),
+                                                  *frontier_targets_numbers()]),
         *(("docs/compare.md", row) for row in countdown_rows()),
         *(("docs/compare.md", text) for text in countdown_warmstart_numbers()),
         ("docs/compare.md", countdown_grpo_control_row()),
