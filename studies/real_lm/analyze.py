@@ -28,7 +28,8 @@ HERE = Path(__file__).resolve().parent
 GRID = HERE / "grid.yaml"
 
 REFERENCE, CANDIDATE, BONUS, ENTROCRAFT = "grpo", "stare_auto_t05", "entropy_bonus_trl_t05", "entrocraft_t05"
-ACTUATORS = (CANDIDATE, BONUS, ENTROCRAFT)
+CANDIDATE_07, BONUS_07 = "stare_auto_t07", "entropy_bonus_trl_t07"  # the amendment of 2026-11-27 (HYPOTHESES.md)
+ACTUATORS = (CANDIDATE, BONUS, ENTROCRAFT, CANDIDATE_07, BONUS_07)
 MIN_SEEDS = 2
 FALL_RATIO = 0.8  # R0: final batch H <= 0.8x the first step-batch H
 REACH_RATIO = 1.2  # R0b: GRPO's final batch H below 1.2x the target
@@ -39,9 +40,11 @@ AT_BOUND = 0.99
 # non-zero while the actuator changes the loss.
 ACTING = {CANDIDATE: ("control/gate_on", lambda v: v > 0), BONUS: ("control/entropy_coef", lambda v: v > 0),
           ENTROCRAFT: ("control/entrocraft_mode", lambda v: v != 0)}
+ACTING |= {CANDIDATE_07: ACTING[CANDIDATE], BONUS_07: ACTING[BONUS]}
 BATCH_H = ("actor/entropy",)  # the same key in every cell (GRPO logs no control/batch_entropy)
 BOUNDS = {CANDIDATE: (("loss/reweight_w", "control/reweight_w"), "auto_w_max", 50.0),
           BONUS: (("control/entropy_coef",), "bonus_coef_max", 1.0)}
+BOUNDS |= {CANDIDATE_07: BOUNDS[CANDIDATE], BONUS_07: BOUNDS[BONUS]}
 
 
 def _series(run_dir: Path, keys: tuple[str, ...]) -> list[float]:
@@ -152,39 +155,25 @@ def _mean_of(rows: list[dict[str, Any]], key: str) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def decide(values: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
+def target_rules(values: dict[str, dict[int, dict[str, Any]]], candidate: str, bonus: str,
+                 label: str) -> dict[str, Any]:
+    """R0b and R2-R5 of HYPOTHESES.md for one target: ``candidate`` (STARE auto) against GRPO and ``bonus``."""
     out: dict[str, Any] = {}
     grpo = list(values.get(REFERENCE, {}).values())
-    falls = [r["final_batch_entropy"] <= FALL_RATIO * r["start_batch_entropy"] for r in grpo
-             if r.get("final_batch_entropy") is not None and r.get("start_batch_entropy")]
-    out["R0"] = {"claim": "GRPO's entropy falls on the real LM within the budget", "per_seed": falls,
-                 "verdict": "not tested" if len(falls) < MIN_SEEDS else
-                 "holds" if all(falls) else "does not hold" if not any(falls) else "mixed"}
-    h, t = _mean_of(grpo, "final_batch_entropy"), _mean_of(grpo, "target")
-    if t is None:  # grpo holds no target: read the candidate's resolved targets
-        t = _mean_of(list(values.get(CANDIDATE, {}).values()), "target")
+    h = _mean_of(grpo, "final_batch_entropy")
+    t = _mean_of(list(values.get(candidate, {}).values()), "target")  # grpo holds no target: the candidate's
     reach = None if h is None or t is None else h < REACH_RATIO * t
-    out["R0b"] = {"claim": "GRPO falls to the target (final batch H < 1.2x target)", "grpo_final_H": h,
+    out["R0b"] = {"claim": f"GRPO falls to the {label} target (final batch H < 1.2x target)", "grpo_final_H": h,
                   "target": t, "verdict": "not tested" if reach is None else "holds" if reach else "does not hold"}
-    out["R1"] = {}
-    for m in ACTUATORS:
-        rows = list(values.get(m, {}).values())
-        if len(rows) < MIN_SEEDS:
-            out["R1"][m] = {"verdict": "not tested", "n": len(rows)}
-            continue
-        summary = {"stats": {"final_batch_entropy": {"mean": _mean_of(rows, "final_batch_entropy")},
-                             "target": {"mean": _mean_of(rows, "target")}}}
-        bounds = [r["bound"]["at_bound"] for r in rows if r.get("bound")]
-        held = at_target(summary) and not any(bounds)
-        out["R1"][m] = {"claim": f"{m} holds its target", "n": len(rows), "at_target": at_target(summary),
-                        "at_bound_seeds": bounds, "verdict": "holds" if held else "does not hold"}
     gate = "not tested: GRPO did not fall to the target; " if out["R0b"]["verdict"] == "does not hold" else ""
-    pk_g, p1_g = paired(values, CANDIDATE, REFERENCE, "pass@k"), paired(values, CANDIDATE, REFERENCE, "pass@1")
-    pk_b, p1_b = paired(values, CANDIDATE, BONUS, "pass@k"), paired(values, CANDIDATE, BONUS, "pass@1")
-    out["R2"] = {"claim": "STARE auto 0.5x has a higher pass@8 than GRPO", "pair": pk_g, "verdict": gain_rule(pk_g)}
-    out["R3"] = {"claim": "STARE auto 0.5x costs GRPO less than 2 points of pass@1", "pair": p1_g,
+    pk_g, p1_g = paired(values, candidate, REFERENCE, "pass@k"), paired(values, candidate, REFERENCE, "pass@1")
+    pk_b, p1_b = paired(values, candidate, bonus, "pass@k"), paired(values, candidate, bonus, "pass@1")
+    out["R2"] = {"claim": f"STARE auto {label} has a higher pass@8 than GRPO", "pair": pk_g,
+                 "verdict": gain_rule(pk_g)}
+    out["R3"] = {"claim": f"STARE auto {label} costs GRPO less than 2 points of pass@1", "pair": p1_g,
                  "verdict": cost_rule(p1_g)}
-    out["R4"] = {"claim": "STARE auto 0.5x beats the adaptive bonus 0.5x: higher pass@8, < 2 points pass@1 cost",
+    out["R4"] = {"claim": f"STARE auto {label} beats the adaptive bonus {label}: higher pass@8, < 2 points pass@1 "
+                          "cost",
                  "pass@k": {"pair": pk_b, "verdict": gain_rule(pk_b)},
                  "pass@1": {"pair": p1_b, "verdict": cost_rule(p1_b)}}
     parts = (out["R2"]["verdict"], out["R3"]["verdict"], out["R4"]["pass@k"]["verdict"],
@@ -197,12 +186,38 @@ def decide(values: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
         r5 = "does not carry over"
     else:
         r5 = "not separated"
-    out["R5"] = {"claim": "the countdown_cot ordering carries over", "verdict": r5}
+    out["R5"] = {"claim": f"the countdown_cot ordering carries over ({label})", "verdict": r5}
     if gate:
         for k in ("R2", "R3", "R5"):
             out[k]["verdict"] = gate + out[k]["verdict"]
         for k in ("pass@k", "pass@1"):
             out["R4"][k]["verdict"] = gate + out["R4"][k]["verdict"]
+    return out
+
+
+def decide(values: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    grpo = list(values.get(REFERENCE, {}).values())
+    falls = [r["final_batch_entropy"] <= FALL_RATIO * r["start_batch_entropy"] for r in grpo
+             if r.get("final_batch_entropy") is not None and r.get("start_batch_entropy")]
+    out["R0"] = {"claim": "GRPO's entropy falls on the real LM within the budget", "per_seed": falls,
+                 "verdict": "not tested" if len(falls) < MIN_SEEDS else
+                 "holds" if all(falls) else "does not hold" if not any(falls) else "mixed"}
+    out.update(target_rules(values, CANDIDATE, BONUS, "0.5x"))
+    out["R1"] = {}
+    for m in ACTUATORS:
+        rows = list(values.get(m, {}).values())
+        if len(rows) < MIN_SEEDS:
+            out["R1"][m] = {"verdict": "not tested", "n": len(rows)}
+            continue
+        summary = {"stats": {"final_batch_entropy": {"mean": _mean_of(rows, "final_batch_entropy")},
+                             "target": {"mean": _mean_of(rows, "target")}}}
+        bounds = [r["bound"]["at_bound"] for r in rows if r.get("bound")]
+        held = at_target(summary) and not any(bounds)
+        out["R1"][m] = {"claim": f"{m} holds its target", "n": len(rows), "at_target": at_target(summary),
+                        "at_bound_seeds": bounds, "verdict": "holds" if held else "does not hold"}
+    # the amendment of 2026-11-27: the same rules R0b and R2-R5 for the 0.7x pair
+    out["at_0.7x"] = target_rules(values, CANDIDATE_07, BONUS_07, "0.7x")
     return out
 
 
@@ -231,10 +246,12 @@ def markdown(result: dict[str, Any]) -> str:
                              f"{a['first_acting_step'] or '-'} | {a['first_step_differs_from_grpo'] or '-'} |")
     lines += ["", "## Verdicts", ""]
     d = result["decisions"]
-    for k in ("R0", "R0b", "R2", "R3", "R5"):
-        lines.append(f"- **{k}** {d[k]['claim']}: {d[k]['verdict']}")
-    lines.append(f"- **R4** {d['R4']['claim']}: pass@8 {d['R4']['pass@k']['verdict']}, pass@1 "
-                 f"{d['R4']['pass@1']['verdict']}")
+    lines.append(f"- **R0** {d['R0']['claim']}: {d['R0']['verdict']}")
+    for label, rules in (("", d), (" (0.7x, amendment)", d["at_0.7x"])):
+        for k in ("R0b", "R2", "R3", "R5"):
+            lines.append(f"- **{k}{label}** {rules[k]['claim']}: {rules[k]['verdict']}")
+        lines.append(f"- **R4{label}** {rules['R4']['claim']}: pass@8 {rules['R4']['pass@k']['verdict']}, pass@1 "
+                     f"{rules['R4']['pass@1']['verdict']}")
     for m, r in d["R1"].items():
         lines.append(f"- **R1** {m}: {r['verdict']}")
     return "\n".join(lines) + "\n"

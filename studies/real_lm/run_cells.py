@@ -6,7 +6,8 @@
     touch /work/runs/real_lm/STOP                           # start no new cell (a running one finishes and is committed)
 
 Order (studies/real_lm/grid.yaml's header, HYPOTHESES.md): seed 0 of grpo, stare_auto_t05, entropy_bonus_trl_t05;
-then seed 1 of the same; then entrocraft_t05 seeds 0-1; then seed 2 of all four. Each cell is one
+then seed 1 of the same; then stare_auto_t07 and entropy_bonus_trl_t07 seeds 0-1 (the amendment of 2026-11-27);
+then entrocraft_t05 seeds 0-1; then seed 2 of all six. Each cell is one
 `stare compare --config studies/real_lm/grid.yaml --out RUN_ROOT --methods M --seeds S --parallel 1` under
 `nice -n 19` with the frontier's kernel pins, the ones the first cells were started with by hand (about an hour per
 cell on SmolLM2-135M-Instruct: one at a time); it resumes from its last checkpoint (every 10 steps). STARE_RL_CACHE
@@ -27,11 +28,12 @@ sys.path.insert(0, str(HERE.parent))  # studies/: the shared driver
 from cell_driver import KERNEL_PINS, ROOT, Block, Study, main  # noqa: E402
 
 HEADLINE = ("grpo", "stare_auto_t05", "entropy_bonus_trl_t05")
+AT_07 = ("stare_auto_t07", "entropy_bonus_trl_t07")  # the amendment of 2026-11-27 (HYPOTHESES.md)
 STUDY = Study(
     tag="#42 real_lm",
     grids={"": HERE / "grid.yaml"},  # one grid, its --out is the run root itself
-    order=(Block("", (0, 1), HEADLINE), Block("", (0, 1), ("entrocraft_t05",)),
-           Block("", (2,), (*HEADLINE, "entrocraft_t05"))),
+    order=(Block("", (0, 1), HEADLINE), Block("", (0, 1), AT_07), Block("", (0, 1), ("entrocraft_t05",)),
+           Block("", (2,), (*HEADLINE, "entrocraft_t05", *AT_07))),
     docs=ROOT / "docs" / "results" / "real_lm_grid",
     analyze=HERE / "analyze.py",
     analyze_args=("--runs", "{run_root}", "--out", "{docs}"),

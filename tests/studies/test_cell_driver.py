@@ -57,9 +57,9 @@ def _fake_cell(cd, root: Path, c, done: bool = True, steps: int = 3) -> Path:
 
 def test_the_registered_orders(cd) -> None:
     real_lm = _load(STUDIES / "real_lm" / "run_cells.py", "real_lm_run_cells").STUDY
-    head = ("grpo", "stare_auto_t05", "entropy_bonus_trl_t05")
-    expected = ([("", m, s) for s in (0, 1) for m in head] + [("", "entrocraft_t05", s) for s in (0, 1)]
-                + [("", m, 2) for m in (*head, "entrocraft_t05")])
+    head, at07 = ("grpo", "stare_auto_t05", "entropy_bonus_trl_t05"), ("stare_auto_t07", "entropy_bonus_trl_t07")
+    expected = ([("", m, s) for s in (0, 1) for m in head] + [("", m, s) for s in (0, 1) for m in at07]
+                + [("", "entrocraft_t05", s) for s in (0, 1)] + [("", m, 2) for m in (*head, "entrocraft_t05", *at07)])
     assert real_lm.cells() == expected and real_lm.parallel == 1
     assert real_lm.docs.parts[-2:] == ("results", "real_lm_grid") and real_lm.pins == cd.KERNEL_PINS
     assert "STARE_RL_CACHE" in real_lm.needs_env

@@ -80,3 +80,18 @@ def test_the_committed_report_is_the_analysis_of_the_committed_cells(analyze, tm
     runs = COMMITTED  # the committed cells are under runs/<method>/seed<k>, as under the grid's --out
     analyze.main(["--runs", str(runs), "--out", str(tmp_path)])
     assert (tmp_path / "real_lm.md").read_text() == (COMMITTED / "real_lm.md").read_text()
+
+
+def test_the_07x_pair_is_ruled_like_the_05x_pair(analyze) -> None:
+    """The amendment's pair gets R0b and R2-R5 from the same code, reading its own cells only."""
+    def cell(p1: float, pk: float, target: float | None = None, h: float = 1.0) -> dict:
+        return {"pass@1": p1, "pass@k": pk, "final_batch_entropy": h, "target": target, "start_batch_entropy": 2.0}
+    values = {"grpo": {0: cell(0.40, 0.80), 1: cell(0.42, 0.82)},
+              "stare_auto_t07": {0: cell(0.41, 0.90, 1.5), 1: cell(0.43, 0.91, 1.5)},
+              "entropy_bonus_trl_t07": {0: cell(0.40, 0.84, 1.5), 1: cell(0.41, 0.85, 1.5)}}
+    d = analyze.decide(values)
+    at07 = d["at_0.7x"]
+    assert at07["R0b"]["verdict"] == "holds" and at07["R0b"]["target"] == 1.5
+    assert at07["R2"]["verdict"] == "holds" and at07["R3"]["verdict"] == "holds"
+    assert at07["R4"]["pass@k"]["verdict"] == "holds" and at07["R5"]["verdict"] == "holds"
+    assert d["R2"]["verdict"] == "not tested"  # the 0.5x pair has no cells here
