@@ -2211,6 +2211,196 @@ def frontier_targets_numbers() -> list[str]:
         f"{_ms([r['band_fraction'] for r in wd], 100)} %, with its mean\n  within {100 * (max(means) - 1):.1f} % of the target",
     ]
 
+# ---------------------------------------------------------------- compare.md: the countdown grid's setup and cost
+def countdown_grid_setup_numbers() -> list[str]:
+    """compare.md's countdown grid ("Setup", "Against the issue's targets", "Cost"), from ``docs/results/compare/``:
+    the warm start's size, the step-1 entropy, the gate's share of steps, the cells' wall times (``results.json``),
+    the held-out seed spread and the invocations of ``compare_run.json``."""
+    by = _grid("compare/results.json")
+    run = _load("compare/compare_run.json")
+    walls = [w for m in by.values() if m["wall_s"] for w in m["wall_s"]["values"]]
+    paper = [100 * by[m]["stare/gate_on"]["mean"] for m in ("stare_o1", "stare_c2")]
+    w3 = [100 * by[m]["stare/gate_on"]["mean"] for m in ("stare_c2_w3", "stare_sens_w3")]
+    spread = [100 * m[k]["std"] for m in by.values() for k in ("avg@k", "pass@k")]
+    ran = [i for i in run["invocations"] if i["ran"]]
+    seeds = len(by["grpo"]["avg@k"]["values"])
+
+    def s(x: float) -> str:
+        return f"{x:,.0f}".replace(",", " ")
+
+    return [
+        f"the project's ~{_load('compare/warmstart.json')['num_parameters'] / 1e6:.2f}M-parameter Qwen2",
+        f"a cell took {min(walls):.0f}-{max(walls):.0f} s on a shared 2-core CPU",
+        f"the post-warm-start entropy ({by['grpo']['entropy_start']['mean']:.2f})",
+        f"(~{statistics.mean(paper):.0f} % of steps at the paper's\n  W)",
+        f"(gate on {min(w3):.0f}-{max(w3):.0f} % of steps)",
+        f"Seed spread of the held-out numbers is {min(spread):.0f}-{max(spread):.0f} points",
+        f"Whole grid: {run['cells']} cells, {s(run['wall_s_total'])} s wall in `stare compare` (two invocations: the "
+        f"{len(ran[0]['ran']) // seeds} priority methods, {s(ran[0]['wall_s'])} s;\nthe other {len(ran[1]['ran']) // seeds}, "
+        f"{s(ran[1]['wall_s'])} s;",
+        f"A cell took {min(walls):.0f}-{max(walls):.0f} s depending on the load",
+    ]
+
+
+# ------------------------------------------------------ compare.md: relative targets, the runs' traces (issue #28)
+def authority_trace_numbers() -> list[str]:
+    """compare.md's relative-target section, from the runs' metrics: the answers' mean length (countdown runs of
+    the first table, controller_authority/runs) and the completions' (the frontier's stare_auto_t05 seed 0), C2's W
+    in 50-step means up to step 450 there, the right-signed selection's climb after step 500 and its W from step
+    641, and the logged values of the two seed-0 countdown runs that were re-run on another CPU."""
+    def runs(name: str) -> list[dict]:
+        return _metrics(f"controller_authority/runs/{name}/metrics.jsonl.gz")
+
+    short = statistics.mean(statistics.fmean(r["response_length/mean"] for r in runs(k) if "response_length/mean" in r)
+                            for k in ("countdown_auto_t05", "countdown_auto_t07", "countdown_grpo",
+                                      "countdown_wide2x_auto_t07"))
+    cell = _metrics("frontier_cot/runs/stare_auto_t05/seed0/metrics.jsonl.gz")
+    long = statistics.fmean(r["response_length/mean"] for r in cell if "response_length/mean" in r)
+    w = [(r["step"], r["control/reweight_w"]) for r in cell if "control/reweight_w" in r]
+    w50 = [statistics.fmean(x for s, x in w if lo < s <= lo + 50) for lo in range(0, 450, 50)]
+    sens = [r for r in runs("countdown_cot_sens_from500") if "control/batch_entropy" in r]
+    climb = max(r["control/batch_entropy"] / r["control/target_entropy"] for r in sens if 500 < r["step"] <= 540)
+    after = _load("controller_authority/summary.json")["countdown_cot_sens_from640"]
+    values = {sum(len(r) - 1 for r in runs(k)) for k in ("countdown_sens_t07", "countdown_wide2x_sens_t07")}
+    assert len(values) == 1, values
+    return [
+        f"The short answers (~{short:.1f} tokens)",
+        f"Its ~{long:.0f}-token completions",
+        f"with W ≈ {min(w50):.0f}-{max(w50):.0f} (50-step means) up to step ~450",
+        f"drove the batch entropy to {climb:.1f}x the target within 40 steps",
+        f"held the target with W ≤ {math.floor(after['w_max_seen'])}: {_pct(after['band_fraction'])} of raw steps",
+        f"all {next(iter(values)):,} logged values".replace(",", " "),
+        f"L+ is ~{100 * statistics.fmean(r['loss/l_plus_frac'] for r in cell if 'loss/l_plus_frac' in r):.0f} % of the tokens",
+    ]
+
+
+# ------------------------------------------------------------ compare.md: `weight_control: auto` (issue #10), prose
+def _tiny_parameters(hidden: int, task: str = "arithmetic") -> int:
+    """The tiny Qwen2's parameter count at ``hidden`` on ``task``'s character vocabulary (built on the meta device);
+    the 128-wide count is checked against the committed arithmetic warm start (probe/warmstart.json)."""
+    import torch
+
+    from stare_rl.models.tiny import build_tiny_model
+    from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
+    from stare_rl.tasks import get_task
+
+    tok = build_char_tokenizer(get_task(task).alphabet, newline=WARMSTART_NEWLINE)
+
+    def count(h: int) -> int:
+        with torch.device("meta"):
+            return sum(p.numel() for p in build_tiny_model(tok, hidden_size=h).parameters())
+
+    assert count(128) == _load("probe/warmstart.json")["num_parameters"]
+    return count(hidden)
+
+
+def _wc(name: str) -> tuple[dict[int, float], dict[int, float]]:
+    """A weight_control run's batch entropy and W by step (W empty for GRPO)."""
+    rows = _metrics(f"weight_control/{name}.metrics.jsonl.gz")
+    key = next(k for k in ("stare/batch_entropy", "control/batch_entropy", "actor/entropy") if any(k in r for r in rows))
+    wkey = next((k for k in ("stare/reweight_w", "control/reweight_w") if any(k in r for r in rows)), None)
+    return ({r["step"]: r[key] for r in rows if key in r},
+            {r["step"]: r[wkey] for r in rows if wkey and wkey in r})
+
+
+def _jump(name: str, within: int = 10) -> tuple[int, float, float, float, int]:
+    """After the last step with W at its bound 50: (that step, its entropy, the largest entropy of the next
+    ``within`` steps, W there, the first later step with W back at 1)."""
+    h, w = _wc(name)
+    last = max(s for s, x in w.items() if x >= 50 * (1 - 1e-9))
+    top = max(range(last + 1, last + within + 1), key=h.__getitem__)
+    back = next(s for s in sorted(w) if s > last and w[s] <= 1 + 1e-9)
+    return last, h[last], h[top], w[top], back
+
+
+def weight_control_prose_numbers() -> list[tuple[str, str]]:
+    """compare.md's issue-#10 section beyond its tables (and controller.md's model size): the GRPO cells of the
+    countdown grid beside the auto rows, the targets table's prose, the arithmetic runs' W and entropy, the fixed-W
+    runs' share of GRPO's drift (least-squares slopes of the batch entropy over steps 1-120), W on countdown (25-step
+    means after step 25, seed 0), the 4x and 2x wider models' traces, and the countdown_cot rows."""
+    w = _load("weight_control/summary.json")
+    cd = _grid("compare/results.json")
+    g = cd["grpo"]
+    gv, gk, es, ef = (g[k]["values"] for k in ("avg@k", "pass@k", "entropy_start", "entropy_final"))
+    two = [w["auto_countdown_s0"], w["auto_countdown_s1"]]
+    h0, _ = _wc("grpo_arith_s0")
+
+    def drift(name: str) -> float:
+        h, _ = _wc(name)
+        return statistics.linear_regression(range(1, 121), [h[s] for s in range(1, 121)]).slope
+
+    offset = [100 * (1 - drift(n) / drift("grpo_arith_s0")) for n in ("plant_o1_w3_arith_s0", "plant_c2_w3_arith_s0")]
+
+    def w25(name: str) -> list[float]:
+        _, ws = _wc(name)
+        return [statistics.fmean(ws[s] for s in range(lo + 1, lo + 26)) for lo in range(25, 200, 25)]
+
+    _, wc2 = _wc("auto_c2_countdown_s0")
+    c2_top = max(wc2, key=wc2.__getitem__)
+    tails = [_noise(n)[2] for n in ("auto_countdown_s0", "auto_c2_countdown_s0")]
+    w3 = cd["stare_c2_w3"]["in_band_frac"]["values"]
+    g4 = [100 * w[f"wide4x_grpo_arith_s{s}"]["entropy_final"] / w[f"wide4x_grpo_arith_s{s}"]["entropy_start"] for s in (0, 1)]
+    h4, w4 = _wc("wide4x_auto_arith_s0")
+    at50 = [s for s, x in w4.items() if x >= 50 * (1 - 1e-9)]
+    j0, j1 = _jump("wide4x_auto_arith_s0"), _jump("wide4x_auto_arith_s1")
+    g4s0 = w["wide4x_grpo_arith_s0"]
+    cot = [w[f"auto_c2_cot_s{s}"] for s in range(3)]
+    cot_first = []
+    for s in range(3):
+        _, ws = _wc(f"auto_c2_cot_s{s}")
+        cot_first.append(min(st for st, x in ws.items() if x >= 50 * (1 - 1e-9)))
+    m4 = f"{_tiny_parameters(512) / 1e6:.1f} M parameters"
+    h2 = [h for _, h in sorted(_wc("auto_wide2x_arith_s0")[0].items())]
+    b25 = [r["in_band_25_after_first"] for r in (*two, w["auto_c2_countdown_s0"])]
+    c = "docs/compare.md"
+    return [
+        (c, f"(GRPO seed 1: {gv[1]:.3f}) | {w['auto_countdown_s1']['pass@k']:.3f} (GRPO: {gk[1]:.3f}) |"),
+        (c, f"(GRPO same seeds {statistics.mean(gv[:2]):.3f}) | {_ms([r['pass@k'] for r in two], 1, 3)} "
+            f"(GRPO {statistics.mean(gk[:2]):.3f}) |"),
+        (c, f"(the §4.4 schedule held ±25 % on {100 * cd['stare_adaptive']['in_band_frac']['mean']:.0f} % of steps)"),
+        (c, f"4x (hidden 512, {m4}"), (c, f"`--tiny_hidden_size 512`, {m4}"), ("docs/controller.md", f"(hidden 512, {m4}"),
+        (c, f"`--tiny_hidden_size 256`, ~{_tiny_parameters(256) / 1e6:.0f}M parameters"),
+        (c, f"where GRPO's falls to {min(g4):.0f}-{max(g4):.0f} % of its start |"),
+        (c, f"(GRPO's entropy falls to {min(g4):.0f}-{max(g4):.0f} % of start"),
+        (c, "the entropy starts at " + _rng([r["entropy_start"] for r in cot], 1, 2) + ", below the band"),
+        (c, f"W sits at its bound 50 from step {_span0(cot_first)}"),
+        (c, "**no**: " + ("0 % in band (the band is never reached)" if all(r["first_at_target_step"] is None for r in cot)
+                          else "the band IS reached")),
+        (c, f"(GRPO not collapsed: pass@8 {w['grpo_arith_s0']['pass@k']:.1f})"),
+        (c, f"(GRPO's entropy falls to {ef[0]:.2f}, {ef[0] / es[0]:.2f} of its start"),
+        (c, f"the controller's\n   {100 * two[0]['in_band_after_first']:.0f} %"),
+        (c, f"also hit W = 50, on {two[1]['steps_at_w_bound']} steps"),
+        (c, f"there for {w['auto_arith_s0']['steps_at_w_bound']} (O1) and {w['auto_c2_arith_s0']['steps_at_w_bound']} (C2) "
+            f"of the {w['auto_arith_s0']['steps']} steps"),
+        (c, f"to {w['auto_arith_s0']['entropy_final']:.2f}-{w['auto_c2_arith_s0']['entropy_final']:.2f} at the end "
+            f"(GRPO: {w['grpo_arith_s0']['entropy_final']:.2f})"),
+        (c, f"W 3 offset only {offset[0]:.0f} % (O1) and {offset[1]:.0f} % (C2) of GRPO's drift"),
+        (c, f"settles at W ≈ {_span0(w25('auto_countdown_s0'))}\n   (O1) or W ≈ {_span0(w25('auto_c2_countdown_s0'))} (C2; "
+            f"25-step means after step 25; up to {wc2[c2_top]:.0f} at step {c2_top})"),
+        (c, f"(W ≈ {_span0(w25('auto_countdown_s0'))} for O1)"),
+        (c, f"stays within {100 * max(abs(x / 0.3 - 1) for x in tails):.0f} % of the target"),
+        (c, f"against 30 % for the §4.4 schedule and {100 * min(w3):.0f}-{100 * max(w3):.0f} % for the hand-tuned C2"),
+        (c, f"(W 3: {_signed(_gain(cd, 'stare_c2_w3', 'avg@k'))} pass@1, {_signed(_gain(cd, 'stare_c2_w3', 'pass@k'))} pass@8)"),
+        (c, f"(seed 0's first batch: {h4[1]:.3f} for 0.3)"),
+        (c, f"and {g4s0['entropy_final']:.3f} at the end ({100 * g4s0['entropy_final'] / g4s0['entropy_start']:.0f} % of start)"),
+        (c, f"controller first drives W to its bound 50 at step {min(at50)} and is last there at step {max(at50)}, which "
+            f"slows the fall ({h4[1]:.2f} ->"),
+        (c, f"After step {j0[0]} the entropy jumps from {j0[1]:.2f} to {j0[2]:.2f} within ten steps while W falls from 50 "
+            f"to {j0[3]:.0f}"),
+        (c, f"takes W back to 1 (by step {j0[4]})"),
+        (c, f"jump to {j1[2]:.2f} within ten steps"),
+        (c, f"(band ±10 %: {100 * w['wide4x_auto_arith_s1']['in_band_after_first']:.1f} %)"),
+        (c, f"({100 * w['auto_wide2x_arith_s0']['in_band_after_first']:.0f} % within ±10 %, the same as GRPO"
+            + ("" if w["auto_wide2x_arith_s0"]["in_band_after_first"] == w["grpo_wide2x_arith_s0"]["in_band_after_first"]
+               else " NOT") + ")"),
+        (c, f"pass@8 {_signed(100 * (w['auto_wide2x_arith_s0']['pass@k'] - w['grpo_wide2x_arith_s0']['pass@k']))}."),
+        (c, f"swings from step to step (median change {statistics.median(abs(b - a) for a, b in zip(h2[:-1], h2[1:], strict=True)):.2f})"),
+        (c, f"the ±25 % band is held on {100 * min(b25):.0f}-{100 * max(b25):.1f} % of steps"),
+        (c, f"The ±25 % band is held on\n   {100 * two[0]['in_band_25_after_first']:.0f} % of steps"),
+        (c, f"({_rng([r['entropy_start'] for r in cot], 1, 3)} by seed, the first batch's)"),
+        (c, f"W rises to its bound 50 (M = 0.02) by step {_span0(cot_first)}"),
+    ]
+
 def inline_checks() -> list[tuple[str, str]]:
     """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
     that must appear there). The page keeps its prose; this pins the number inside it."""
@@ -2247,6 +2437,8 @@ def inline_checks() -> list[tuple[str, str]]:
         ("docs/compare.md", f"adaptive bonus and buys {dk:.2f} points more pass@32."),
         *(("docs/compare.md", row) for row in frontier_rows()),
         *(("docs/compare.md", text) for text in frontier_reading_numbers()),
+        *(("docs/compare.md", text) for text in [*countdown_grid_setup_numbers(), *authority_trace_numbers()]),
+        *weight_control_prose_numbers(),
         *(("docs/compare.md", text) for text in [*frontier_verdict_numbers(), *entrocraft_nsr_numbers(),
                                                   *frontier_targets_numbers()]),
         *(("docs/compare.md", row) for row in countdown_rows()),
