@@ -2313,6 +2313,50 @@ def _jump(name: str, within: int = 10) -> tuple[int, float, float, float, int]:
     return last, h[last], h[top], w[top], back
 
 
+def _drift(name: str, last: int = 120) -> float:
+    """The least-squares slope of a weight_control run's batch entropy over steps 1-``last`` (per step)."""
+    h, _ = _wc(name)
+    return statistics.linear_regression(range(1, last + 1), [h[s] for s in range(1, last + 1)]).slope
+
+
+def _fixed_w_offsets() -> list[float]:
+    """The share (%) of GRPO's drift over steps 1-120 that fixed always-on W 3 offsets, O1 and C2 (arithmetic)."""
+    return [100 * (1 - _drift(n) / _drift("grpo_arith_s0")) for n in ("plant_o1_w3_arith_s0", "plant_c2_w3_arith_s0")]
+
+
+def methods_defaults_numbers() -> list[str]:
+    """methods.md's measurements behind `weight_control: auto`'s defaults (the committed arithmetic runs of
+    weight_control/: GRPO's drift as a least-squares slope over all steps and over steps 1-120, in units of the
+    target 0.3 per step; its scatter around a centred 21-step moving mean; the fixed-W runs' offsets and the W*
+    that the linear model c (W - 1) = offset · drift gives), and the measured numbers quoted in its other
+    sections: Entrocraft's old NSR mapping (entrocraft_nsr), C2 at 0.7x in the frontier, the bonus at its cap."""
+    h, _ = _wc("grpo_arith_s0")
+    hs = [h[s] for s in sorted(h)]
+    smooth = [statistics.fmean(hs[max(0, i - 10):i + 11]) for i in range(len(hs))]
+    sigma = statistics.stdev(a - b for a, b in zip(hs, smooth, strict=True))
+    o1, c2 = _fixed_w_offsets()
+    nsr = [r for r in _metrics("entrocraft_nsr/advantage_sign_cell/metrics.jsonl.gz")
+           if r.get("control/entrocraft_mode") == -1 and "loss/kept_frac" in r]
+    blocks = [nsr[i:i + 100] for i in range(0, len(nsr) - 99, 100)]
+    kept = [100 * statistics.fmean(r["loss/kept_frac"] for r in b) for b in blocks]
+    agree = [100 * statistics.fmean(r["frac_reward_zero_std"] for r in b) for b in blocks]
+    fixed = [r["loss/kept_frac"] for r in _metrics("entrocraft_nsr/metrics.jsonl.gz")
+             if r.get("control/entrocraft_mode") == -1 and "loss/kept_frac" in r]
+    cap = [n / 1000 for n in _bonus_at_cap("entropy_bonus_t05") + _bonus_at_cap("entropy_bonus_t07")]
+    return [
+        f"loses entropy at {-_drift('grpo_arith_s0', len(hs)) / 0.3:.4f} of the target per step "
+        f"({-_drift('grpo_arith_s0') / 0.3:.4f} over the first\n     120 steps; least-squares slopes)",
+        f"σ = {sigma:.4f}, or {100 * sigma / 0.3:.1f} % of the target",
+        f"offsets {o1:.0f} % of GRPO's first-120-step drift with O1 at W 3, and {c2:.0f} % with",
+        f"W* ≈ {1 + 200 / o1:.0f}\n     (O1) or ≈ {1 + 200 / c2:.0f} (C2)",
+        f"on `countdown_cot` {min(agree):.0f}-{max(agree):.0f} % of the groups, so NSR kept {min(kept):.0f}-"
+        f"{max(kept):.0f} % of the tokens",
+        f"instead of ~{100 * statistics.fmean(fixed):.0f} % with the fix",
+        f"stops at {_fr_ratio('stare_auto_t07'):.2f} of the 0.7x target",
+        f"at its bound on {_rng(cap, 100, 0)} % of the frontier's `countdown_cot` steps",
+    ]
+
+
 def weight_control_prose_numbers() -> list[tuple[str, str]]:
     """compare.md's issue-#10 section beyond its tables (and controller.md's model size): the GRPO cells of the
     countdown grid beside the auto rows, the targets table's prose, the arithmetic runs' W and entropy, the fixed-W
@@ -2325,11 +2369,7 @@ def weight_control_prose_numbers() -> list[tuple[str, str]]:
     two = [w["auto_countdown_s0"], w["auto_countdown_s1"]]
     h0, _ = _wc("grpo_arith_s0")
 
-    def drift(name: str) -> float:
-        h, _ = _wc(name)
-        return statistics.linear_regression(range(1, 121), [h[s] for s in range(1, 121)]).slope
-
-    offset = [100 * (1 - drift(n) / drift("grpo_arith_s0")) for n in ("plant_o1_w3_arith_s0", "plant_c2_w3_arith_s0")]
+    offset = _fixed_w_offsets()
 
     def w25(name: str) -> list[float]:
         _, ws = _wc(name)
@@ -2458,6 +2498,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/tasks.md", text) for text in calc_tool_numbers()),
         *(("docs/methods.md", text) for text in methods_numbers()),
         *(("docs/methods.md", text) for text in methods_auto_numbers()),
+        *(("docs/methods.md", text) for text in methods_defaults_numbers()),
         ("docs/benchmarks.md", gpu_losses()),
         *(("docs/benchmarks.md", text) for text in gpu_numbers()),
         ("docs/compare.md", "(`stare probe`: Pearson "
