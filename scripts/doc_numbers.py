@@ -2000,6 +2000,24 @@ def countdown_warmstart_numbers() -> list[str]:
             f"{ws['wall_time_s']:.0f} s wall under load)"]
 
 
+def countdown_difficulty_rows() -> list[str]:
+    """tasks.md's "Countdown, choosing the difficulty" table, recomputed from the task's own code (deterministic):
+    distinct train prompts (``make_split`` with ``allow_fewer``, up to 40 001), median solutions over the first 300
+    of them and the mean length of their SFT target (seed 0)."""
+    from stare_rl.tasks.countdown import CountdownTask, parse_answer, solve
+
+    out = []
+    for count, top in ((3, 9), (3, 20), (4, 9)):
+        task = CountdownTask(num_count=count, max_number=top)
+        rows = task.make_split("train", 40_001, 0, allow_fewer=True)
+        n = "> 40 000" if len(rows) > 40_000 else f"{len(rows):,}".replace(",", " ")
+        first = rows[:300]
+        sols = statistics.median(len(solve(*parse_answer(r["answer"]), task.use_all)) for r in first)
+        length = statistics.fmean(len(task.sft_target(r)) for r in first)
+        out.append(f" | {n} | {sols:g} | {length:.1f} |")
+    return out
+
+
 def countdown_cot_task_numbers() -> list[str]:
     """tasks.md's statistics of the ``countdown_cot`` task, recomputed from the task's own code (its generator and
     exhaustive solver: deterministic) over the 3 000 train prompts the page names (seed 0)."""
@@ -2506,6 +2524,8 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", text) for text in cot_reading_numbers()),
         *(("docs/tasks.md", row) for row in calc_tool_rows()),
         *(("docs/tasks.md", text) for text in countdown_cot_task_numbers()),
+        *(("docs/tasks.md", text) for text in countdown_difficulty_rows()),
+        ("docs/tasks.md", f"tied embeddings, ~{_tiny_parameters(128) / 1e6:.2f} M parameters by default"),
         *(("docs/tasks.md", text) for text in calc_tool_numbers()),
         *(("docs/methods.md", text) for text in methods_numbers()),
         *(("docs/methods.md", text) for text in methods_auto_numbers()),
