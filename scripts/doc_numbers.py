@@ -2470,6 +2470,53 @@ def weight_control_prose_numbers() -> list[tuple[str, str]]:
         (c, f"W rises to its bound 50 (M = 0.02) by step {_span0(cot_first)}"),
     ]
 
+# ---------------------------------------------------- compare.md: countdown_cot (issue #11), setup, cost, targets
+def cot_setup_numbers() -> list[str]:
+    """compare.md's countdown_cot section beyond ``cot_reading_numbers``: the warm start's last 1 000 SFT steps
+    (``countdown_cot/warmstart_3000.json``), every cell's starting batch entropy, the step auto's W reaches its
+    bound, the off-policy second updates of Clip-Cov / KL-Cov (their |KL| and Clip-Cov's clip fraction, from the
+    cells' metrics), the cells' wall times (``compare_done.json``), the ideal policy's ceiling (``branching.md``) and
+    the frontier's opening (its absolute target against the start, GRPO's collapse)."""
+    ws = _load("countdown_cot/warmstart_3000.json")
+    late = [h["avg@8"] for h in ws["history"] if h["step"] > ws["steps"] - 1000]
+    cot = _grid("compare_cot/results.json")
+    starts = [x for m in cot.values() if m.get("entropy_start") for x in m["entropy_start"]["values"]]
+    first = [min(s for s, x in _wc(f"auto_c2_cot_s{i}")[1].items() if x >= 50 * (1 - 1e-9)) for i in range(3)]
+    second = {m: [r for s in range(3) for r in _metrics(f"compare_cot/runs/{m}/seed{s}/metrics.jsonl.gz")
+                  if "actor/ppo_kl" in r and r["step"] % 2 == 0] for m in ("clip_cov", "kl_cov")}
+    kl = statistics.fmean(abs(r["actor/ppo_kl"]) for rs in second.values() for r in rs)
+    clip = statistics.fmean(r["actor/pg_clipfrac"] for r in second["clip_cov"])
+    walls: dict[str, list[float]] = {}
+    for f in sorted((RESULTS / "compare_cot" / "runs").glob("*/seed*/compare_done.json")):
+        walls.setdefault(f.parts[-3], []).append(json.loads(f.read_text())["wall_s"] / 60)
+    like = [w for m in ("grpo", "stare_o1", "stare_c2", "stare_auto", "steer", "high_entropy", "entropy_adaptive",
+                        "entropic") for w in walls[m]]
+    refill = sum(d - g for d, g in zip(walls["dapo"], walls["grpo"], strict=True))
+    ideal = float(re.search(r"^\| as is \(with lists\) \| char \|[^|]*\|[^|]*\| ([\d.]+) % \|$",
+                            (RESULTS / "countdown_cot" / "branching.md").read_text(), re.M).group(1))
+    grpo = _metrics("compare_cot/runs/grpo/seed0/metrics.jsonl.gz")
+    step = statistics.fmean(r["step_time"] for r in grpo if "step_time" in r)
+    points = sum("eval/entropy" in r for r in grpo)
+    return [
+        f"(its avg@8 stays at {min(late):.2f}-{max(late):.2f} over the last 1 000 of them on this "
+        f"{ws['num_parameters'] / 1e3:.0f} k-parameter model",
+        f"every run starts at {min(starts):.3f}-{max(starts):.3f}",
+        f"(twice the warm start's {cot['grpo']['entropy_start']['mean']:.2f}), W goes to its bound 50 by step "
+        f"{_span0(first)}",
+        f"~{statistics.mean(walls['dapo']):.0f} min against GRPO's ~{statistics.mean(walls['grpo']):.0f} (the cells'",
+        f"|KL| {kl:.1e}, clip fraction {100 * clip:.1f} %, over the second updates)".replace("e-04", "e-4"),
+        f"A GRPO-like cell takes {min(like):.0f}-{max(like):.0f} min on one core ({step:.1f} s per step plus {points} "
+        "curve points",
+        f"Clip-Cov/KL-Cov ~{statistics.mean(walls['clip_cov'] + walls['kl_cov']):.0f} min, DAPO "
+        f"~{statistics.mean(walls['dapo']):.0f} min",
+        f"DAPO's refill alone adds ~{refill:.0f} core-minutes",
+        f"starting entropy\n({cot['grpo']['entropy_start']['mean']:.3f}), so `weight_control: auto` held the entropy at "
+        f"its start and paid {-_gain(cot, 'stare_auto', 'avg@k'):.0f} points of pass@1",
+        f"GRPO's own collapse ends at ~{cot['grpo']['entropy_ratio']['mean']:.2f}x",
+        # branching.md: the ideal policy's s > H share; A > 0 on at most about half of the tokens
+        f"(the ideal policy's ceiling on this task is ~{ideal / 2:.0f} %",
+    ]
+
 def inline_checks() -> list[tuple[str, str]]:
     """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
     that must appear there). The page keeps its prose; this pins the number inside it."""
@@ -2498,6 +2545,7 @@ def inline_checks() -> list[tuple[str, str]]:
                                                   *weight_control_targets(), *weight_control_wide_rows()]),
         *(("docs/train.md", text) for text in [*previous_default_numbers(), *train_default_numbers()]),
         ("README.md", f"({math.floor(min(wall))}-{math.ceil(max(wall))} min with one torch thread)"),
+        ("README.md", f"a ~{_tiny_parameters(64) / 1e6:.2f}M-parameter"),
         ("docs/compare.md", f"on {min(cap05)}-{max(cap05)} of the 1 000 steps of every seed"),
         ("docs/compare.md", f"; {min(cap07)}-{max(cap07)} at 0.7x)"),
         ("docs/compare.md", f"STARE {_signed(dk, 2)} pass@32"),
@@ -2508,6 +2556,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/compare.md", text) for text in frontier_reading_numbers()),
         *(("docs/compare.md", text) for text in [*countdown_grid_setup_numbers(), *authority_trace_numbers()]),
         *weight_control_prose_numbers(),
+        *(("docs/compare.md", text) for text in cot_setup_numbers()),
         *(("docs/compare.md", text) for text in [*frontier_verdict_numbers(), *entrocraft_nsr_numbers(),
                                                   *frontier_targets_numbers()]),
         *(("docs/compare.md", row) for row in countdown_rows()),
