@@ -2494,6 +2494,8 @@ def cot_setup_numbers() -> list[str]:
     refill = sum(d - g for d, g in zip(walls["dapo"], walls["grpo"], strict=True))
     ideal = float(re.search(r"^\| as is \(with lists\) \| char \|[^|]*\|[^|]*\| ([\d.]+) % \|$",
                             (RESULTS / "countdown_cot" / "branching.md").read_text(), re.M).group(1))
+    rows = int(re.search(r"^identical: (\d+) logged rows", (RESULTS / "compare_cot" / "repro_check.txt").read_text(),
+                         re.M).group(1))
     grpo = _metrics("compare_cot/runs/grpo/seed0/metrics.jsonl.gz")
     step = statistics.fmean(r["step_time"] for r in grpo if "step_time" in r)
     points = sum("eval/entropy" in r for r in grpo)
@@ -2513,6 +2515,7 @@ def cot_setup_numbers() -> list[str]:
         f"starting entropy\n({cot['grpo']['entropy_start']['mean']:.3f}), so `weight_control: auto` held the entropy at "
         f"its start and paid {-_gain(cot, 'stare_auto', 'avg@k'):.0f} points of pass@1",
         f"GRPO's own collapse ends at ~{cot['grpo']['entropy_ratio']['mean']:.2f}x",
+        f"all {rows:,} logged rows and the final evaluation identical".replace(",", " "),
         # branching.md: the ideal policy's s > H share; A > 0 on at most about half of the tokens
         f"(the ideal policy's ceiling on this task is ~{ideal / 2:.0f} %",
     ]
