@@ -1349,17 +1349,31 @@ def calc_tool_rows() -> list[str]:
     return out
 
 
+def _calc_tool_walls() -> dict[str, float]:
+    """``calc_tool/times.txt``: each run's wall minutes (``stare-s0`` ran first, from an empty cache)."""
+    walls = {}
+    for line in (RESULTS / "calc_tool" / "times.txt").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "wall":
+            walls[parts[0]] = float(parts[2]) / 60
+    return walls
+
+
+def history_calc_tool_numbers() -> list[str]:
+    """history.md's calc_tool times, from the same ``warmstart.json`` and ``times.txt`` as tasks.md's."""
+    ws, walls = _load("calc_tool/warmstart.json"), _calc_tool_walls()
+    cached = [w for k, w in walls.items() if k != "stare-s0"]
+    return [f"warm start {ws['wall_time_s'] / 60:.1f} min (stopped at SFT step {ws['steps']}), the whole run\n"
+            f"{walls['stare-s0']:.1f} min", f"runs from the cached warm start {min(cached):.1f}-{max(cached):.1f} min"]
+
+
 def calc_tool_numbers() -> list[str]:
     """tasks.md's calc_tool run after the tokenizer fix: the warm start (``warmstart.json``: where it stopped, its
     wall time), the warm start's evaluation (seed 0's ``eval_initial.json``) and the runs' wall times
     (``times.txt``: seed 0 of STARE ran first, from an empty cache, so it includes the warm start)."""
     ws = _load("calc_tool/warmstart.json")
     ev = _load("calc_tool/stare-s0/eval_initial.json")
-    walls = {}
-    for line in (RESULTS / "calc_tool" / "times.txt").read_text().splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and parts[1] == "wall":
-            walls[parts[0]] = float(parts[2]) / 60
+    walls = _calc_tool_walls()
     cached = [w for k, w in walls.items() if k != "stare-s0"]
     f = ws["final"]
     return [
@@ -2579,6 +2593,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/tasks.md", text) for text in countdown_difficulty_rows()),
         ("docs/tasks.md", f"tied embeddings, ~{_tiny_parameters(128) / 1e6:.2f} M parameters by default"),
         *(("docs/tasks.md", text) for text in calc_tool_numbers()),
+        *(("docs/history.md", text) for text in history_calc_tool_numbers()),
         *(("docs/methods.md", text) for text in methods_numbers()),
         *(("docs/methods.md", text) for text in methods_auto_numbers()),
         *(("docs/methods.md", text) for text in methods_defaults_numbers()),
