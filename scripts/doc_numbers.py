@@ -2433,6 +2433,9 @@ def weight_control_prose_numbers() -> list[tuple[str, str]]:
         _, ws = _wc(f"auto_c2_cot_s{s}")
         cot_first.append(min(st for st, x in ws.items() if x >= 50 * (1 - 1e-9)))
     m4 = f"{_tiny_parameters(512) / 1e6:.1f} M parameters"
+    w2x = [s for s, x in _wc("auto_wide2x_arith_s0")[1].items() if x >= 50 * (1 - 1e-9)]
+    gcot = [w[f"grpo_cot_s{s}"] for s in range(3)]
+    a2 = _load("controller_authority/summary.json")["countdown_wide2x_sens_t07_s2"]
     h2 = [h for _, h in sorted(_wc("auto_wide2x_arith_s0")[0].items())]
     b25 = [r["in_band_25_after_first"] for r in (*two, w["auto_c2_countdown_s0"])]
     c = "docs/compare.md"
@@ -2481,6 +2484,11 @@ def weight_control_prose_numbers() -> list[tuple[str, str]]:
         (c, f"the ±25 % band is held on {100 * min(b25):.0f}-{100 * max(b25):.1f} % of steps"),
         (c, f"The ±25 % band is held on\n   {100 * two[0]['in_band_25_after_first']:.0f} % of steps"),
         (c, f"({_rng([r['entropy_start'] for r in cot], 1, 3)} by seed, the first batch's)"),
+        (c, f"A single dip to the target at step {w['auto_wide2x_arith_s0']['first_at_target_step']}, from the noise"),
+        (c, f"The controller went to W = 50\nat steps {min(w2x)}-{max(w2x)},"),
+        (c, f"the pass@1 criterion is missed by {100 * (statistics.mean(r['avg@k'] for r in gcot) - statistics.mean(r['avg@k'] for r in cot)):.0f} points"),
+        (c, "W came closer to its bound in seed 2 ({:.0f} on {}".format(
+            a2["w_max_seen"], {1: "one"}.get(a2["steps_at_w_bound"], a2["steps_at_w_bound"]))),
         (c, f"W rises to its bound 50 (M = 0.02) by step {_span0(cot_first)}"),
     ]
 
