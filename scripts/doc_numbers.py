@@ -2215,6 +2215,17 @@ def entrocraft_nsr_numbers() -> list[str]:
     ]
 
 
+def frontier_last_cells_numbers() -> list[str]:
+    """compare.md's note on the frontier's last four cells (session 40, named in results/frontier_cot/README.md):
+    their wall times from ``compare_done.json``."""
+    def wall(cell: str) -> float:
+        return json.loads((RESULTS / "frontier_cot" / "runs" / cell / "compare_done.json").read_text())["wall_s"] / 60
+
+    sens = [wall(c) for c in ("stare_sens_auto_t03/seed2", "stare_sens_auto_t07/seed1", "stare_sens_auto_t07/seed2")]
+    return [f"(`dapo` seed 2 in {wall('dapo/seed2'):.0f} min, the three\n`stare_sensitivity` ones in "
+            f"{min(sens):.0f}-{max(sens):.0f} min"]
+
+
 def frontier_targets_numbers() -> list[str]:
     """compare.md's "Against the issue's targets (#28), measured": the frontier cells (frontier.json) and the
     right-signed selection's 3-seed runs (controller_authority/summary.json)."""
@@ -2583,7 +2594,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *weight_control_prose_numbers(),
         *(("docs/compare.md", text) for text in cot_setup_numbers()),
         *(("docs/compare.md", text) for text in [*frontier_verdict_numbers(), *entrocraft_nsr_numbers(),
-                                                  *frontier_targets_numbers()]),
+                                                  *frontier_targets_numbers(), *frontier_last_cells_numbers()]),
         *(("docs/compare.md", row) for row in countdown_rows()),
         *(("docs/compare.md", text) for text in countdown_warmstart_numbers()),
         ("docs/compare.md", countdown_grpo_control_row()),
