@@ -2383,7 +2383,9 @@ def methods_defaults_numbers() -> list[str]:
     weight_control/: GRPO's drift as a least-squares slope over all steps and over steps 1-120, in units of the
     target 0.3 per step; its scatter around a centred 21-step moving mean; the fixed-W runs' offsets and the W*
     that the linear model c (W - 1) = offset · drift gives), and the measured numbers quoted in its other
-    sections: Entrocraft's old NSR mapping (entrocraft_nsr), C2 at 0.7x in the frontier, the bonus at its cap."""
+    sections: Entrocraft's old NSR mapping (entrocraft_nsr), C2 at 0.7x in the frontier, the bonus at its cap, Adam's
+    step against the raw gradient step (entrocraft_nsr/adam_vs_sgd_ckpt300.jsonl, per mode, rounded to hundreds),
+    the right-signed share of C2's L+ (as compare.md's table) and countdown_cot's start entropy."""
     h, _ = _wc("grpo_arith_s0")
     hs = [h[s] for s in sorted(h)]
     smooth = [statistics.fmean(hs[max(0, i - 10):i + 11]) for i in range(len(hs))]
@@ -2397,6 +2399,11 @@ def methods_defaults_numbers() -> list[str]:
     fixed = [r["loss/kept_frac"] for r in _metrics("entrocraft_nsr/metrics.jsonl.gz")
              if r.get("control/entrocraft_mode") == -1 and "loss/kept_frac" in r]
     cap = [n / 1000 for n in _bonus_at_cap("entropy_bonus_t05") + _bonus_at_cap("entropy_bonus_t07")]
+    steps = [json.loads(line) for line in (RESULTS / "entrocraft_nsr" / "adam_vs_sgd_ckpt300.jsonl").read_text().splitlines()]
+    ratio = [statistics.fmean(r["adam"]["step_norm"] / r["sgd"]["step_norm"] for r in steps if r["mode"] == m)
+             for m in sorted({r["mode"] for r in steps})]
+    sign = selection_sign_rows()[3]  # "So at most .. % (early) to .. % (late) of L+ is right-signed"
+    early, late = re.search(r"at most (\d+ %) \(early\) to (\d+ %) \(late\)", sign).groups()
     return [
         f"loses entropy at {-_drift('grpo_arith_s0', len(hs)) / 0.3:.4f} of the target per step "
         f"({-_drift('grpo_arith_s0') / 0.3:.4f} over the first\n     120 steps; least-squares slopes)",
@@ -2408,6 +2415,9 @@ def methods_defaults_numbers() -> list[str]:
         f"instead of ~{100 * statistics.fmean(fixed):.0f} % with the fix",
         f"stops at {_fr_ratio('stare_auto_t07'):.2f} of the 0.7x target",
         f"at its bound on {_rng(cap, 100, 0)} % of the frontier's `countdown_cot` steps",
+        f"the step is ~{round(min(ratio), -2):.0f}-{round(max(ratio), -2):,.0f}x the raw gradient step".replace(",", " "),
+        f"only {early} (early) to {late} (late) of L+ are positives",
+        f"countdown_cot policy starts at {_grid('compare_cot/results.json')['grpo']['entropy_start']['mean']:.2f})",
     ]
 
 
