@@ -2563,6 +2563,18 @@ def cot_setup_numbers() -> list[str]:
         f"(the ideal policy's ceiling on this task is ~{ideal / 2:.0f} %",
     ]
 
+def evidence_grid_sizes() -> list[str]:
+    """evidence.md's grid sizes: the countdown grid's methods (the warm start is a row, not a method) and seeds, the
+    countdown_cot grid's methods besides its control, the frontier's cells."""
+    cd, cot = _load("compare/results.json")["methods"], _load("compare_cot/results.json")["methods"]
+    seeds = {m["seeds"] for m in cd if m["method"] != "warm_start"}
+    assert len(seeds) == 1, seeds
+    fr = frontier()
+    return [f"{len(cd) - 1} methods × {next(iter(seeds))} seeds from one warm-started",
+            f"{len(cot) - 2} methods plus `vanilla_it2`",
+            f"{fr['n_done']} cells, {len(fr['expected_seeds'])} seeds each"]
+
+
 def inline_checks() -> list[tuple[str, str]]:
     """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
     that must appear there). The page keeps its prose; this pins the number inside it."""
@@ -2626,6 +2638,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/methods.md", text) for text in methods_numbers()),
         *(("docs/methods.md", text) for text in methods_auto_numbers()),
         *(("docs/methods.md", text) for text in methods_defaults_numbers()),
+        *(("docs/evidence.md", text) for text in evidence_grid_sizes()),
         ("docs/benchmarks.md", gpu_losses()),
         *(("docs/benchmarks.md", text) for text in gpu_numbers()),
         ("docs/compare.md", "(`stare probe`: Pearson "
