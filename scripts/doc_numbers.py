@@ -7,6 +7,7 @@ or an artifact that changed without the page).
 
     python scripts/doc_numbers.py            # check: exit 1 and a diff for each block that differs
     python scripts/doc_numbers.py --write    # rewrite the blocks in place
+    python scripts/doc_numbers.py --write --block confirm10   # only that block (a study's driver does this)
 
 Conventions: a ± is the sample standard deviation over the n seeds (n is stated), never over repeats of a seed;
 a difference is taken between unrounded means and rounded once, at the end.
@@ -1908,13 +1909,19 @@ def authority_sag_numbers() -> list[str]:
     """compare.md's relative-target section: where C2 auto 0.5x's entropy sags (50-step means of the frontier's
     stare_auto_t05 seed 0 over steps 700-999, over its target), and the right-signed selection's band on
     countdown_cot at 0.5x (controller_authority/summary.json)."""
+    lo, hi = _sag_range()
+    sens = _load("controller_authority/summary.json")["countdown_cot_sens_t05_s0"]["band_fraction"]
+    return [f"entropy sags to {lo:.2f}-{hi:.2f} of the target (50-step means) over steps 700-1 000",
+            f"(with the right-signed selection, next subsection:\n{_pct(sens)} on `countdown_cot`"]
+
+
+def _sag_range() -> tuple[float, float]:
+    """C2 auto 0.5x's batch entropy over its target, 50-step means over steps 700-999 (frontier stare_auto_t05 s0)."""
     rows = [r for r in _metrics("frontier_cot/runs/stare_auto_t05/seed0/metrics.jsonl.gz") if "control/batch_entropy" in r]
     target = rows[-1]["control/target_entropy"]
     means = [statistics.fmean(r["control/batch_entropy"] for r in rows if lo <= r["step"] < lo + 50) / target
              for lo in range(700, 1000, 50)]
-    sens = _load("controller_authority/summary.json")["countdown_cot_sens_t05_s0"]["band_fraction"]
-    return [f"entropy sags to {min(means):.2f}-{max(means):.2f} of the target (50-step means) over steps 700-1 000",
-            f"(with the right-signed selection, next subsection:\n{_pct(sens)} on `countdown_cot`"]
+    return min(means), max(means)
 
 
 def frontier_w_bound_numbers() -> list[tuple[str, str]]:
@@ -2467,6 +2474,8 @@ def methods_defaults_numbers() -> list[str]:
         f"the step is ~{round(min(ratio), -2):.0f}-{round(max(ratio), -2):,.0f}x the raw gradient step".replace(",", " "),
         f"only {early} (early) to {late} (late) of L+ are positives",
         f"countdown_cot policy starts at {_grid('compare_cot/results.json')['grpo']['entropy_start']['mean']:.2f})",
+        "sags to {:.2f}-{:.2f} of the target: ".format(*_sag_range()) + _pct(
+            _load("controller_authority/summary.json")["countdown_cot_auto_t05_s0"]["band_fraction"]),
     ]
 
 
@@ -2734,9 +2743,16 @@ def replace(text: str, name: str, body: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="rewrite the blocks in place")
+    parser.add_argument("--block", action="append", default=None, metavar="NAME",
+                        help="only this block (repeatable); the inline checks are then skipped")
     args = parser.parse_args(argv)
     bad = 0
+    unknown = sorted(set(args.block or ()) - set(BLOCKS))
+    if unknown:
+        parser.error(f"--block {unknown}: not a block (known: {', '.join(sorted(BLOCKS))})")
     for name, (page, render) in BLOCKS.items():
+        if args.block and name not in args.block:
+            continue
         path = ROOT / page
         text = path.read_text()
         want, have = render(), current(text, name)
@@ -2751,7 +2767,7 @@ def main(argv: list[str] | None = None) -> int:
                 bad += 1
                 print("\n".join(difflib.unified_diff(have.splitlines(), want.splitlines(), f"{page} ({name})",
                                                      "rendered", lineterm="")))
-    for page, want in inline_checks():
+    for page, want in [] if args.block else inline_checks():
         if want not in (ROOT / page).read_text():
             bad += 1
             print(f"{page}: does not contain {want!r} (rendered from its artifact)")
