@@ -16,8 +16,12 @@ checkpoint when the driver is started again on the same run root; a cell already
 (``stare compare --report-only`` over the finished seeds), copies the cell's light files (those of
 docs/results/compare/export.py, plus eval_initial.json where the grid writes one; metrics gzipped with a fixed
 header, so an unchanged cell stays byte-identical) and the report into ``<docs>/<part>/``, re-runs the study's
-analysis and commits exactly ``<docs>`` (``git commit -- <docs>``, never ``git add -A``), retrying while another
-process holds the index lock. A part named ``""`` is a study of one grid whose ``--out`` is the run root itself.
+analysis, re-renders the study's numbers blocks in the docs (``Study.doc_blocks``, scripts/doc_numbers.py) on every
+page that has no uncommitted edits, and commits exactly ``<docs>`` and those pages (``git commit -- <paths>``, never
+``git add -A``), retrying while another process holds the index lock. A page with uncommitted edits (someone is
+writing it) is left alone and the commit message says so; its block is then re-rendered by the next cell, or by hand
+(``python scripts/doc_numbers.py --write --block NAME``). A part named ``""`` is a study of one grid whose ``--out``
+is the run root itself.
 
 A cell that another ``stare compare`` (one the driver did not start) is running is waited for, not started twice:
 the driver takes over, in order, once that process has finished it.
@@ -62,7 +66,8 @@ def _export_module():
 
 
 EXPORT = _export_module()
-Commit = Callable[[Path, str], str]  # (folder, message) -> what to print: a short hash or why not
+Commit = Callable[[tuple[Path, ...], str], str]  # (paths, message) -> what to print: a short hash or why not
+DOC_NUMBERS = ROOT / "scripts" / "doc_numbers.py"  # renders the docs' numbers blocks from docs/results
 
 
 class Cell(NamedTuple):
@@ -117,6 +122,8 @@ class Study:
         needs_env: variables the caller must set before cells start -> why (checked unless --dry-run/--status).
         parallel: the default ``--parallel``.
         cells_noun: the word of the commit's count, e.g. ``"new cells"``.
+        doc_blocks: the numbers blocks (scripts/doc_numbers.py ``BLOCKS``) that render from this study's results,
+            re-rendered and committed with each cell, so that no committed page quotes a stale cell count.
     """
 
     tag: str
@@ -130,6 +137,7 @@ class Study:
     needs_env: Mapping[str, str] = field(default_factory=dict)
     parallel: int = 2
     cells_noun: str = "cells"
+    doc_blocks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = sorted({b.part for b in self.order} - set(self.grids))
@@ -246,13 +254,55 @@ def run_analysis(study: Study, root: Path) -> str:
             "cell's")
 
 
-def git_commit(folder: Path, message: str) -> str:
-    """Commit exactly ``folder`` (``git add -- folder; git commit -- folder``), retrying while index.lock is held."""
-    path = str(folder.relative_to(ROOT))
+def block_pages(names: tuple[str, ...]) -> dict[str, Path]:
+    """Block name -> the page it sits in, from scripts/doc_numbers.py's ``BLOCKS`` (an unknown name is an error)."""
+    if not names:
+        return {}
+    spec = importlib.util.spec_from_file_location("doc_numbers", DOC_NUMBERS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    unknown = sorted(set(names) - set(module.BLOCKS))
+    if unknown:
+        raise ValueError(f"Study.doc_blocks {unknown}: not blocks of {DOC_NUMBERS.name}")
+    return {n: ROOT / module.BLOCKS[n][0] for n in names}
+
+
+def _page_has_edits(page: Path) -> bool:
+    """Uncommitted changes to ``page`` (worktree or index) against HEAD."""
+    return subprocess.run(["git", "diff", "--quiet", "HEAD", "--", str(page.relative_to(ROOT))], cwd=ROOT,
+                          check=False).returncode != 0
+
+
+def refresh_doc_blocks(study: Study) -> tuple[tuple[Path, ...], str]:
+    """Re-render ``study.doc_blocks`` on the pages nobody is editing; (those pages, what to say in the commit)."""
+    pages = block_pages(study.doc_blocks)
+    if not pages:
+        return (), ""
+    busy = sorted({p for p in pages.values() if _page_has_edits(p)})
+    names = [n for n, p in pages.items() if p not in busy]
+    note = ""
+    if names:
+        proc = subprocess.run([sys.executable, str(DOC_NUMBERS), "--write", *(f"--block={n}" for n in names)],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+        if proc.returncode != 0:
+            note = f"; doc blocks {', '.join(names)} FAILED to render (exit {proc.returncode})"
+            print(proc.stderr[-3000:], file=sys.stderr, flush=True)
+            names = []
+        else:
+            note = f"; doc blocks {', '.join(names)} re-rendered"
+    if busy:
+        note += "; not re-rendered (uncommitted edits): " + ", ".join(str(p.relative_to(ROOT)) for p in busy)
+    return tuple(sorted({pages[n] for n in names})), note
+
+
+def git_commit(paths: tuple[Path, ...], message: str) -> str:
+    """Commit exactly ``paths`` (``git add -- paths; git commit -- paths``), retrying while index.lock is held."""
+    rel = [str(p.relative_to(ROOT)) for p in paths]
     for attempt in range(30):
-        add = subprocess.run(["git", "add", "--", path], cwd=ROOT, capture_output=True, text=True)
+        add = subprocess.run(["git", "add", "--", *rel], cwd=ROOT, capture_output=True, text=True)
         if add.returncode == 0:
-            c = subprocess.run(["git", "commit", "-q", "-m", message, "--", path], cwd=ROOT, capture_output=True,
+            c = subprocess.run(["git", "commit", "-q", "-m", message, "--", *rel], cwd=ROOT, capture_output=True,
                                text=True)
             if c.returncode == 0:
                 return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
@@ -275,12 +325,13 @@ def finish(study: Study, root: Path, c: Cell, commit: Commit = git_commit) -> st
     refresh_report(study, root, c.part)
     export_cell(study, root, c)
     analysis = run_analysis(study, root)
+    pages, rendered = refresh_doc_blocks(study)
     n_done = sum(study.committed(x) for x in study.cells())
     wall = done.get("wall_s")
     msg = (f"{study.tag}: cell {c.method}/seed{c.seed}{_where(c, ' ({} grid)')} finished in {wall:.0f} s wall"
            f"{' (resumed from a checkpoint)' if done.get('resumed') else ''}; {n_done} of {len(study.planned(root))} "
-           f"{study.cells_noun} done; {analysis}")
-    print(f"{time.strftime('%H:%M:%S')} {msg}: commit {commit(study.docs, msg)}", flush=True)
+           f"{study.cells_noun} done; {analysis}{rendered}")
+    print(f"{time.strftime('%H:%M:%S')} {msg}: commit {commit((study.docs, *pages), msg)}", flush=True)
     return msg
 
 
@@ -477,5 +528,10 @@ def main(study: Study, script: str, doc: str, argv: list[str] | None = None, com
     unset = {k: why for k, why in study.needs_env.items() if not os.environ.get(k)}
     if unset:
         print("; ".join(f"set {k}: {why}" for k, why in unset.items()), file=sys.stderr)
+        return 2
+    try:
+        block_pages(study.doc_blocks)  # an unknown block name fails now, not after the first cell's hour
+    except ValueError as err:
+        print(err, file=sys.stderr)
         return 2
     return run(study, root, args.parallel, commit)

@@ -65,6 +65,7 @@ def test_the_registered_orders(cd) -> None:
     assert "STARE_RL_CACHE" in real_lm.needs_env
     confirm10 = _load(STUDIES / "confirm10" / "run_cells.py", "confirm10_run_cells").STUDY
     assert confirm10.parallel == 2 and confirm10.analyze_args == () and len(confirm10.cells()) == 36
+    assert {p.name for p in cd.block_pages(confirm10.doc_blocks).values()} == {"compare.md", "README.md", "evidence.md"}
 
 
 def test_a_bad_order_is_refused(cd, tmp_path: Path) -> None:
@@ -129,11 +130,11 @@ def test_finish_exports_analyses_and_commits_the_docs_folder(cd, study, tmp_path
     root, c = tmp_path / "runs", cd.Cell("a", "grpo", 1)
     _fake_cell(cd, root, c)
     monkeypatch.setattr(cd, "refresh_report", lambda *a: None)  # no `stare compare --report-only` here
-    commits: list[tuple[Path, str]] = []
-    msg = cd.finish(study, root, c, commit=lambda folder, m: commits.append((folder, m)) or "abc1234")
+    commits: list[tuple[tuple[Path, ...], str]] = []
+    msg = cd.finish(study, root, c, commit=lambda paths, m: commits.append((paths, m)) or "abc1234")
     assert msg == ("#0 fake: cell grpo/seed1 (a grid) finished in 1234 s wall (resumed from a checkpoint); "
                    "1 of 5 new cells done; analyze.py re-run")
-    assert commits == [(study.docs, msg)]
+    assert commits == [((study.docs,), msg)]  # no doc_blocks: the docs folder only
     assert (study.docs / "analysis.txt").read_text() == f"--runs {root} --out {study.docs}"
 
 
@@ -145,11 +146,11 @@ def test_a_failed_analysis_is_said_in_the_commit_not_called_a_re_run(cd, study, 
     _fake_cell(cd, root, c)
     monkeypatch.setattr(cd, "refresh_report", lambda *a: None)
     study.analyze.write_text("raise KeyError('coef_max')\n")
-    commits: list[tuple[Path, str]] = []
-    msg = cd.finish(study, root, c, commit=lambda folder, m: commits.append((folder, m)) or "abc1234")
+    commits: list[tuple[tuple[Path, ...], str]] = []
+    msg = cd.finish(study, root, c, commit=lambda paths, m: commits.append((paths, m)) or "abc1234")
     assert msg.endswith("1 of 5 new cells done; analyze.py FAILED (exit 1: KeyError: 'coef_max'), its outputs are "
                         "the previous cell's")
-    assert commits == [(study.docs, msg)]
+    assert commits == [((study.docs,), msg)]
 
 
 def test_the_driver_waits_for_a_foreign_run_then_takes_over(cd, study, tmp_path: Path, monkeypatch) -> None:
@@ -173,3 +174,45 @@ def test_the_driver_waits_for_a_foreign_run_then_takes_over(cd, study, tmp_path:
     (root / "STOP").touch()
     cd._start_next(study, root, todo, [], 2, lambda f, m: "", waiting)
     assert todo == study.cells()[2:]  # STOP: nothing new starts
+
+
+def test_the_doc_blocks_are_re_rendered_on_pages_nobody_is_editing(cd, study, tmp_path: Path, monkeypatch) -> None:
+    """A page whose block quotes the study's results is re-rendered and committed with the cell, so no committed page
+    quotes a stale count; a page with uncommitted edits (someone writing it) is left alone and the commit says so."""
+    import dataclasses
+    import subprocess
+
+    pages = {"b1": cd.ROOT / "docs" / "compare.md", "b2": cd.ROOT / "README.md"}
+    monkeypatch.setattr(cd, "block_pages", lambda names: {n: pages[n] for n in names})
+    monkeypatch.setattr(cd, "_page_has_edits", lambda page: page.name == "README.md")
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cd.subprocess, "run", lambda args, **kw: calls.append(list(args))
+                        or subprocess.CompletedProcess(args, 0, "", ""))
+    with_blocks = dataclasses.replace(study, doc_blocks=("b1", "b2"))
+    rendered, note = cd.refresh_doc_blocks(with_blocks)
+    assert rendered == (pages["b1"],)
+    assert calls == [[sys.executable, str(cd.DOC_NUMBERS), "--write", "--block=b1"]]
+    assert note == "; doc blocks b1 re-rendered; not re-rendered (uncommitted edits): README.md"
+    assert cd.refresh_doc_blocks(study) == ((), "")  # a study without blocks renders nothing
+
+
+def test_a_block_that_fails_to_render_is_said_and_its_page_not_committed(cd, study, monkeypatch) -> None:
+    import dataclasses
+    import subprocess
+
+    monkeypatch.setattr(cd, "block_pages", lambda names: {"b1": cd.ROOT / "docs" / "compare.md"})
+    monkeypatch.setattr(cd, "_page_has_edits", lambda page: False)
+    monkeypatch.setattr(cd.subprocess, "run", lambda args, **kw: subprocess.CompletedProcess(args, 1, "", "boom"))
+    assert cd.refresh_doc_blocks(dataclasses.replace(study, doc_blocks=("b1",))) == (
+        (), "; doc blocks b1 FAILED to render (exit 1)")
+
+
+def test_an_unknown_doc_block_is_refused_before_any_cell(cd, study, monkeypatch, capsys) -> None:
+    import dataclasses
+
+    with pytest.raises(ValueError, match=r"Study.doc_blocks \['nope'\]: not blocks of doc_numbers.py"):
+        cd.block_pages(("nope",))
+    assert set(cd.block_pages(("confirm10", "real-lm"))) == {"confirm10", "real-lm"}
+    monkeypatch.setattr(cd, "run", lambda *a: pytest.fail("started cells"))
+    assert cd.main(dataclasses.replace(study, doc_blocks=("nope",)), __file__, "doc", []) == 2
+    assert "not blocks of doc_numbers.py" in capsys.readouterr().err
