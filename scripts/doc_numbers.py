@@ -183,6 +183,32 @@ def render_confirm10() -> str:
     return "\n".join(lines)
 
 
+def render_confirm10_fair() -> str:
+    """compare.md: H1 restated with the fair rival cells (studies/confirm10, seeds 0-2), their state and bounds."""
+    c10 = _load(CONFIRM10)
+    fair = [m for m in c10["missing"] if m.split("/")[0] not in C10_NAMES]
+    points = c10["restated_h1"]["points"]
+    new = [m for m, p in points.items() if m.startswith(("entropy_bonus_trl", "entropic_hg"))]
+    done = sum(points[m]["n"] for m in new)
+    lines = [f"Fair rival cells finished: {done} of {3 * len(new)}" + (f"; missing: {', '.join(fair)}." if fair else "."),
+             "", "| point | target | seeds | pass@1 % | pass@32 % | final batch H / target | bound (mean of the last 100 steps) |",
+             "|---|---|---|---|---|---|---|"]
+    families = ("stare_auto", "entropy_bonus", "entropy_bonus_trl", "entropic_hg", "entrocraft")
+    for m, p in sorted(points.items(), key=lambda kv: (families.index(kv[1]["family"]), kv[1]["target"])):
+        read = [x for x in (c10["bounds"].get(m) or {}).values() if x and x.get("tail_mean") is not None]
+        b = "-" if not read else (f"{read[0]['name']} {read[0]['bound']:g}: at it in {sum(x['at_bound'] for x in read)} "
+                                  f"of {len(read)} seeds (means {min(x['tail_mean'] for x in read):.3g}-"
+                                  f"{max(x['tail_mean'] for x in read):.3g})")
+        p1 = "-" if p["pass@1"] is None else f"{100 * p['pass@1']:.1f}"
+        pk = "-" if p["pass@k"] is None else f"{100 * p['pass@k']:.1f}"
+        reached = "-" if p["reached"] is None else f"{p['reached']:.2f}"
+        lines.append(f"| `{m}` | {p['target']} | {p['n']}/3 | {p1} | {pk} | {reached} | {b} |")
+    lines += ["", "H1 (STARE cheapest at each matched target; frontier_rules' rule, unchanged), restated with these rivals:",
+              ""]
+    lines += [f"- **{spec}**: {h['text']}" for spec, h in c10["restated_h1"]["H1"].items()]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------------ warm-start robustness
 def _robustness_runs(folder: str) -> list[dict]:
     """The run results of a robustness folder: ``runs/*.json``, or ``*-seed*.json`` beside its summary."""
@@ -972,6 +998,7 @@ def render_gpu_rerun() -> str:
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "confirm10": ("docs/compare.md", render_confirm10),
+    "confirm10-fair": ("docs/compare.md", render_confirm10_fair),
     "headline": ("README.md", render_headline),
     "frontier-headline": ("docs/evidence.md", render_headline),
     "frontier-table": ("docs/evidence.md", render_frontier_table),
