@@ -767,6 +767,94 @@ def render_real_lm() -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------------------ real LM: issue #42's evidence
+REAL_LM_ANALYSIS, REAL_LM_GRID = "real_lm_analysis/summary.json", "real_lm_grid/real_lm.json"
+REAL_LM_MODELS = {"tiny": "tiny model", "real_start": "SmolLM2 at its start", "real_grpo20": "SmolLM2 after 20 GRPO steps"}
+
+
+def render_real_lm_probe() -> str:
+    """compare.md: the papers' per-token analyses on the real LM beside the tiny model (studies/real_lm/token_probe)."""
+    g = _load(REAL_LM_ANALYSIS)["groups"]
+
+    def cell(model: str, key: str, pct: bool = False) -> str:
+        x = g[model][key]
+        f = (lambda v: f"{100 * v:.1f}") if pct else (lambda v: f"{v:.3f}")  # noqa: E731
+        return f"{f(x['mean'])} ({f(x['min'])} to {f(x['max'])})"
+
+    rows = [("batches (one SGD step each)", None, False), ("mean entropy of the batch, nats", "mean_entropy", False),
+            ("Pearson, S(a) (STARE's exact estimator) vs measured dH per token", "pearson_exact", False),
+            ("Pearson, its leading term", "pearson_leading", False), ("Pearson, STEER's Ω", "pearson_omega", False),
+            ("tokens with A > 0 and surprisal > H, %", "pos_high_frac", True),
+            ("tokens with A < 0 and surprisal > H, %", "neg_high_frac", True),
+            ("tokens with A = 0, %", "zero_adv_frac", True),
+            ("share of the step's sum abs(dH) on tokens with A = 0, %", "share_abs_dh_zero_adv", True),
+            ("STARE's L+ and L−: share of the tokens, %", "stare_l_both_token_frac", True),
+            ("STARE's L+ and L−: share of the step's sum abs(dH), %", "stare_l_both_share_abs_dh", True),
+            ("the same number of tokens with the largest abs(dH): share, %", "stare_l_both_oracle_share_abs_dh", True),
+            ("fewest tokens that carry 50 % of sum abs(dH), % of tokens", "tokens_for_50pct", True)]
+    models = list(REAL_LM_MODELS)
+    lines = ["| mean (range over batches) | " + " | ".join(REAL_LM_MODELS[m] for m in models) + " |",
+             "|---|" + "---|" * len(models)]
+    for label, key, pct in rows:
+        if key is None:
+            lines.append(f"| {label} | " + " | ".join(str(g[m]["pearson_exact"]["n"]) for m in models) + " |")
+        else:
+            lines.append(f"| {label} | " + " | ".join(cell(m, key, pct) for m in models) + " |")
+    return "\n".join(lines)
+
+
+def render_real_lm_grid() -> str:
+    """compare.md: the real-LM comparison (studies/real_lm, pre-registered) as far as its cells go, and the tiny
+    model's `countdown_cot` frontier at the same targets beside it. Re-rendered by the study's driver per cell."""
+    r = _load(REAL_LM_GRID)
+    lines = [f"Cells finished: {r['n_done']} of {r['n_cells']}" + (f"; missing: {', '.join(r['missing'])}."
+                                                                   if r["missing"] else "."), "",
+             "| cell | seeds | pass@1 % | pass@8 % | final batch H / target | band fraction % | W or bonus coefficient, "
+             "last 10 steps (bound) |", "|---|---|---|---|---|---|---|"]
+    for m, st in r["stats"].items():
+        vals = list(r["values"].get(m, {}).values())
+        n = len(vals)
+
+        def ms(key: str, scale: float = 100, st: dict = st, n: int = n) -> str:
+            x = st.get(key)
+            if not x:
+                return "-"
+            return f"{scale * x['mean']:.1f}" + (f" ± {scale * x['std']:.1f}" if n > 1 else "")
+        ratio = [v["final_batch_entropy"] / v["target"] for v in vals if v.get("target")]
+        bound = [v["bound"] for v in vals if v.get("bound") and v["bound"].get("tail_mean") is not None]
+        b = "-" if not bound else (", ".join(f"{x['tail_mean']:.3g}" for x in bound) + f" ({bound[0]['bound']:g})")
+        lines.append(f"| `{m}` | {n} | {ms('pass@1')} | {ms('pass@k')} | "
+                     f"{'-' if not ratio else ', '.join(f'{x:.2f}' for x in ratio)} | {ms('band_fraction')} | {b} |")
+    lines += ["", "± = sample std over seeds. Per seed where several values are listed.", "",
+              "When each actuator acted (descriptive; the first step its batch entropy left GRPO's same-seed run):", ""]
+    for m, by_seed in r["values"].items():
+        for seed, v in sorted(by_seed.items()):
+            a = v.get("activity")
+            if a:
+                lines.append(f"- `{m}` seed {seed}: acted on {a['acting_steps']} of {a['steps']} steps, from step "
+                             f"{a['first_acting_step'] or '-'}; same as GRPO's run until step "
+                             f"{a['first_step_differs_from_grpo'] or '-'}")
+    d = r["decisions"]
+    lines += ["", "The registered rules (studies/real_lm/HYPOTHESES.md), applied by `analyze.py`:", "",
+              f"- **R0** {d['R0']['claim']}: {d['R0']['verdict']}"]
+    for label, rules in (("", d), (" (0.7x)", d.get("at_0.7x", {}))):
+        for k in ("R0b", "R2", "R3", "R5"):
+            if k in rules:
+                lines.append(f"- **{k}{label}** {rules[k]['claim']}: {rules[k]['verdict']}")
+        if "R4" in rules:
+            lines.append(f"- **R4{label}** {rules['R4']['claim']}: pass@8 {rules['R4']['pass@k']['verdict']}, "
+                         f"pass@1 {rules['R4']['pass@1']['verdict']}")
+    lines += [f"- **R1** `{m}` holds its target: {x['verdict']}" for m, x in d["R1"].items()]
+    fr = frontier()["methods"]
+    lines += ["", "The tiny model on `countdown_cot` at the same targets (the frontier, 3 seeds, against GRPO's "
+              f"{_ms(_seed_values(fr['grpo'], 'pass@1'), 100)} / {_ms(_seed_values(fr['grpo'], 'pass@k'), 100)}): "
+              + "; ".join(f"{name} {t}: {_cell(fr[m])}" for name, m, t in
+                          (("STARE C2 `auto`", "stare_auto_t05", "0.5x"), ("STARE C2 `auto`", "stare_auto_t07", "0.7x"),
+                           ("the bonus (cap 0.01)", "entropy_bonus_t05", "0.5x"),
+                           ("the bonus (cap 0.01)", "entropy_bonus_t07", "0.7x"))) + " (pass@1 / pass@32 %)."]
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------------------------- auto_fallback
 def render_auto_fallback() -> str:
     """docs/methods.md: the measured runs of `stare_sensitivity` auto at 0.7x on arithmetic at hidden 128: W alone,
@@ -999,6 +1087,8 @@ def render_gpu_rerun() -> str:
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "confirm10": ("docs/compare.md", render_confirm10),
     "confirm10-fair": ("docs/compare.md", render_confirm10_fair),
+    "real-lm-probe": ("docs/compare.md", render_real_lm_probe),
+    "real-lm-grid": ("docs/compare.md", render_real_lm_grid),
     "headline": ("README.md", render_headline),
     "frontier-headline": ("docs/evidence.md", render_headline),
     "frontier-table": ("docs/evidence.md", render_frontier_table),
