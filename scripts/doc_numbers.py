@@ -773,7 +773,7 @@ REAL_LM_MODELS = {"tiny": "tiny model", "real_start": "SmolLM2 at its start", "r
 
 
 def render_real_lm_probe() -> str:
-    """compare.md: the papers' per-token analyses on the real LM beside the tiny model (studies/real_lm/token_probe)."""
+    """compare.md: the papers' per-token analyses on the real LM beside the tiny model (studies/real_lm/token_probe.py)."""
     g = _load(REAL_LM_ANALYSIS)["groups"]
 
     def cell(model: str, key: str, pct: bool = False) -> str:
