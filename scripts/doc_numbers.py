@@ -183,6 +183,14 @@ def render_confirm10() -> str:
     return "\n".join(lines)
 
 
+def confirm10_numbers() -> list[str]:
+    """compare.md's 10-seed section: the 3-seed claim it re-tests, from the frontier's cells."""
+    fr = frontier()["methods"]
+    d = {k: 100 * (statistics.mean(_seed_values(fr["stare_auto_t03"], k)) - statistics.mean(_seed_values(fr["grpo"], k)))
+         for k in ("pass@1", "pass@k")}
+    return [f"pass@1 {_signed(d['pass@1'])}, pass@32 {_signed(d['pass@k'])} over GRPO, 3 seeds"]
+
+
 def render_confirm10_fair() -> str:
     """compare.md: H1 restated with the fair rival cells (studies/confirm10, seeds 0-2), their state and bounds."""
     c10 = _load(CONFIRM10)
@@ -2803,6 +2811,7 @@ def inline_checks() -> list[tuple[str, str]]:
         ("docs/compare.md", f"STARE keeps {dk:.2f} points more pass@32"),
         ("docs/compare.md", f"adaptive bonus and buys {dk:.2f} points more pass@32."),
         *(("docs/compare.md", row) for row in frontier_rows()),
+        *(("docs/compare.md", text) for text in confirm10_numbers()),
         *(("docs/compare.md", text) for text in frontier_reading_numbers()),
         *(("docs/compare.md", text) for text in [*countdown_grid_setup_numbers(), *authority_trace_numbers()]),
         *weight_control_prose_numbers(),
