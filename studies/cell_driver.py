@@ -159,11 +159,24 @@ class Study:
         return self.docs / c.part / "runs" / c.method / f"seed{c.seed}"
 
     def committed(self, c: Cell) -> bool:
-        return (self.docs_dir(c) / DONE).is_file()
+        """The cell's exported marker is in HEAD: exported and committed (a driver killed between the two has left
+        the files but not the commit; such a cell is "finished, not committed" and the next driver commits it)."""
+        done = self.docs_dir(c) / DONE
+        return done.is_file() and in_head(done)
 
     def env(self) -> dict[str, str]:
         """The caller's environment (its STARE_RL_CACHE, if set, names the model / warm start cache) with the pins."""
         return {**os.environ, **self.pins}
+
+
+def in_head(path: Path) -> bool:
+    """``path`` is in the checkout's HEAD commit (``git cat-file -e HEAD:<path>``); False outside the checkout."""
+    try:
+        rel = path.resolve().relative_to(ROOT)
+    except ValueError:
+        return False
+    return subprocess.run(["git", "cat-file", "-e", f"HEAD:{rel.as_posix()}"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, check=False).returncode == 0
 
 
 def run_dir(root: Path, c: Cell) -> Path:
@@ -326,7 +339,7 @@ def finish(study: Study, root: Path, c: Cell, commit: Commit = git_commit) -> st
     export_cell(study, root, c)
     analysis = run_analysis(study, root)
     pages, rendered = refresh_doc_blocks(study)
-    n_done = sum(study.committed(x) for x in study.cells())
+    n_done = sum(x == c or study.committed(x) for x in study.cells())  # this cell is committed just below
     wall = done.get("wall_s")
     msg = (f"{study.tag}: cell {c.method}/seed{c.seed}{_where(c, ' ({} grid)')} finished in {wall:.0f} s wall"
            f"{' (resumed from a checkpoint)' if done.get('resumed') else ''}; {n_done} of {len(study.planned(root))} "

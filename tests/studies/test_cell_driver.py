@@ -93,8 +93,9 @@ def test_export_writes_the_light_files_and_a_byte_stable_gzip(cd, study, tmp_pat
     assert (study.docs / "a" / "report" / "index.md").is_file()
 
 
-def test_status_and_dry_run_lines(cd, study, tmp_path: Path) -> None:
+def test_status_and_dry_run_lines(cd, study, tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "runs"
+    monkeypatch.setattr(cd, "in_head", lambda path: True)  # the exported cell counts as committed (no git here)
     cells = study.cells()
     assert cells == [("a", "grpo", 0), ("a", "stare", 0), ("a", "grpo", 1), ("a", "stare", 1), ("bb", "grpo", 0)]
     _fake_cell(cd, root, cells[0])
@@ -216,3 +217,21 @@ def test_an_unknown_doc_block_is_refused_before_any_cell(cd, study, monkeypatch,
     monkeypatch.setattr(cd, "run", lambda *a: pytest.fail("started cells"))
     assert cd.main(dataclasses.replace(study, doc_blocks=("nope",)), __file__, "doc", []) == 2
     assert "not blocks of doc_numbers.py" in capsys.readouterr().err
+
+
+def test_an_exported_cell_is_committed_only_once_its_marker_is_in_head(cd, study, tmp_path: Path, monkeypatch) -> None:
+    """A driver killed between a cell's export and its commit (2026-11-27) left the files in the docs folder: the next
+    driver must still see the cell as finished, not committed, and commit it, not skip it."""
+    root, c = tmp_path / "runs", study.cells()[0]
+    _fake_cell(cd, root, c)
+    cd.export_cell(study, root, c)
+    monkeypatch.setattr(cd, "in_head", lambda path: False)
+    assert cd.state(study, root, c) == "finished, not committed"
+    monkeypatch.setattr(cd, "in_head", lambda path: True)
+    assert cd.state(study, root, c) == "committed"
+
+
+def test_in_head_reads_the_checkout(cd, tmp_path: Path) -> None:
+    assert cd.in_head(cd.ROOT / "studies" / "cell_driver.py")
+    assert not cd.in_head(cd.ROOT / "studies" / "no_such_file.py")
+    assert not cd.in_head(tmp_path / "x")  # outside the checkout
