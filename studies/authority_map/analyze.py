@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,34 @@ def _cell_dir(runs: Path, task: str, method: str, seed: int) -> Path:
     return runs / task / "runs" / method / f"seed{seed}"
 
 
+def warmstart_copy_name(width: int) -> str:
+    """The warm start's record as committed beside a task's cells: ``<task>/warmstart_h<width>.json``."""
+    return f"warmstart_h{width}.json"
+
+
+def warmstart_record_from(path: Path) -> dict[str, Any]:
+    final = json.loads(path.read_text()).get("final") or {}
+    return {"path": str(path), "greedy_acc": final.get("greedy_acc"), "avg@k": final.get("avg@8"),
+            "step": final.get("step")}
+
+
+def commit_warmstarts(result: dict[str, Any], out: Path) -> None:
+    """Copy each width's warm-start record into ``out/<task>/`` (the cache is not committed) and report that copy,
+    so that the report reads the same from the run root and from the committed folder."""
+    for task, t in result["tasks"].items():
+        for w, rec in t["warmstart"].items():
+            if rec.get("path") is None:
+                continue
+            dst = out / task / warmstart_copy_name(w)
+            src = Path(rec["path"])
+            if src.resolve() != dst.resolve():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dst.with_suffix(".tmp")
+                shutil.copyfile(src, tmp)
+                os.replace(tmp, dst)  # atomic
+            rec["path"] = f"{task}/{warmstart_copy_name(w)}"
+
+
 def warmstarts(runs: Path, task: str, cache: Path | None) -> dict[int, dict[str, Any]]:
     """Per width: its warm start's record (from the first cell of the width that names one) and the check."""
     out: dict[int, dict[str, Any]] = {}
@@ -50,6 +79,9 @@ def warmstarts(runs: Path, task: str, cache: Path | None) -> dict[int, dict[str,
                 rec = warmstart_record(d, task, cache)
                 if rec["path"]:
                     break
+        copy = runs / task / warmstart_copy_name(w)  # --runs is this study's results folder: its committed copy
+        if rec["path"] is None and copy.is_file():
+            rec = {**warmstart_record_from(copy), "via": "committed copy"}
         out[w] = rec
     ref = out[default_width(task)].get("greedy_acc")
     for w, rec in out.items():
@@ -156,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     result = evaluate(args.runs, args.cache)
     args.out.mkdir(parents=True, exist_ok=True)
+    commit_warmstarts(result, args.out)
     (args.out / "authority_map.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
     md = markdown(result)
     (args.out / "authority_map.md").write_text(md)

@@ -61,7 +61,7 @@ def _task_section(task: str, t: dict[str, Any], rules: dict[str, Any]) -> list[s
         learns = {True: "yes", False: "no (cells not scored)", None: "not checked"}[ws["learns"]]
         reached = "" if r.get("first_step") is None else f" (at or below 0.5x from step {r['first_step']})"
         lines.append(f"| {w} | {_f(ws['greedy_acc'])} | {_f(ws['ratio_to_default'], '{:.2f}')} | {learns} | "
-                     f"{ws['path'] or '-'} ({ws['via']}) | {_f(r.get('min_mean_over_start'), '{:.2f}')}{reached} | "
+                     f"{ws['path'] or '-'} | {_f(r.get('min_mean_over_start'), '{:.2f}')}{reached} | "
                      f"{r['verdict']} |")
     lines += ["", CELL_HEAD, "|" + "---|" * (CELL_HEAD.count("|") - 1)]
     lines += [_cell_row(task, m, t["cells"][m], rules["H"].get(f"{task}/{m}")) for m in sorted(slots(task), key=_row_order(task))]
@@ -108,8 +108,8 @@ def _get(result: dict[str, Any], cell: str) -> float | None:
 
 def markdown(result: dict[str, Any]) -> str:
     lines = ["# Issue 46: the authority map (studies/authority_map, pre-registered)", "",
-             f"Seed-0 cells finished: {result['n_seed0_finished']} of {result['n_seed0_cells']} (run root "
-             f"{result['runs']}); a cell not finished is \"not run yet\". Values over the finished seeds (n); "
+             f"Seed-0 cells finished: {result['n_seed0_finished']} of {result['n_seed0_cells']}; a cell not finished "
+             f"is \"not run yet\". Values over the finished seeds (n); "
              "band fractions from the first crossing, W / bonus at bound and L+ / L− over every step.", ""]
     for task in TASKS:
         lines += _task_section(task, result["tasks"][task], result["rules"])

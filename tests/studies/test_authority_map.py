@@ -212,6 +212,7 @@ def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -
     assert study.pins == cd.KERNEL_PINS and study.analyze_args == ("--runs", "{run_root}", "--out", "{docs}")
     block = next(b for b in study.order if b.when is not None and b.part == "arithmetic" and "c2_t05_h64" in b.methods)
     root = tmp_path / "runs"
+    monkeypatch.setattr(rc, "DOCS", tmp_path / "docs")  # not the committed cells of the running study
     assert block.when(root, None).methods is None  # GRPO not finished: decided later
     monkeypatch.setattr(cd, "launch", lambda s, r, c: type("P", (), {"pid": 1})())
     grpo = cd.Cell("arithmetic", "grpo_h64", 0)
@@ -276,3 +277,33 @@ def test_the_driver_adds_seeds_1_2_where_rule_s_selects(tmp_path: Path) -> None:
     assert pick.methods == ("sens_t07_h128", "sens_t07_fb_h128") and pick.why.startswith("rule S selects 2 cells")
     assert [(c.method, c.seed) for c in block.cells(pick.methods)] == [
         ("sens_t07_h128", 1), ("sens_t07_fb_h128", 1), ("sens_t07_h128", 2), ("sens_t07_fb_h128", 2)]
+
+
+def test_the_warm_start_is_committed_beside_the_cells_and_read_back(tmp_path: Path) -> None:
+    """The cache is not committed: the analysis copies each width's warmstart.json into the results folder, names that
+    copy in the report, and reads it back when it is given the results folder as its run root (no cache)."""
+    an = _load("analyze")
+    cache = tmp_path / "cache" / "arithmetic-abc"
+    cache.mkdir(parents=True)
+    (cache / "warmstart.json").write_text(json.dumps({"final": {"greedy_acc": 0.9, "avg@8": 0.8, "step": 300}}))
+    cell = _cell(tmp_path / "runs", "arithmetic", "grpo_h64", [1.0 - 0.6 * i / 99 for i in range(100)])
+    (cell / "train.log").write_text(f"warm start: {cache}\n")
+    out = tmp_path / "docs"
+    assert an.main(["--runs", str(tmp_path / "runs"), "--out", str(out)]) == 0
+    copy = out / "arithmetic" / "warmstart_h64.json"
+    assert json.loads(copy.read_text())["final"]["greedy_acc"] == 0.9
+    md = (out / "authority_map.md").read_text()
+    assert "| 64 | 0.900 | 1.00 | yes | arithmetic/warmstart_h64.json |" in md and str(tmp_path) not in md
+    # the committed folder as the run root: the same cells (copied as the driver exports them), no cache
+    import shutil
+    shutil.copytree(tmp_path / "runs" / "arithmetic" / "runs", out / "arithmetic" / "runs")
+    again = tmp_path / "again"
+    assert an.main(["--runs", str(out), "--out", str(again), "--cache", str(tmp_path / "none")]) == 0
+    assert (again / "authority_map.md").read_text() == md
+
+
+def test_the_committed_report_is_the_analysis_of_the_committed_cells(tmp_path: Path) -> None:
+    an = _load("analyze")
+    committed = STUDY.parents[1] / "docs" / "results" / "authority_map"
+    assert an.main(["--runs", str(committed), "--out", str(tmp_path), "--cache", str(tmp_path / "none")]) == 0
+    assert (tmp_path / "authority_map.md").read_text() == (committed / "authority_map.md").read_text()
