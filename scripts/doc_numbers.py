@@ -2775,6 +2775,229 @@ def evidence_grid_sizes() -> list[str]:
             f"{fr['n_done']} cells, {len(fr['expected_seeds'])} seeds each"]
 
 
+# ---------------------------------------------------------------- the result folders' own READMEs (docs/results/*/)
+def _sci(x: float) -> str:
+    """``−2.2e-4``: one decimal, the exponent without its leading zero, a minus sign on the mantissa."""
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa.replace('-', '−')}e{int(exponent)}"
+
+
+def _thousands(n: float) -> str:
+    return f"{n:,.0f}".replace(",", " ")
+
+
+def auto_fallback_readme_numbers() -> list[str]:
+    """auto_fallback/README.md: the shared warm start (each run's config.yaml and eval_initial.json) and the steps the
+    bonus sat at its bound in ``bonus`` (its metrics, as block ``auto-fallback`` counts them)."""
+    runs = ("none", "bonus", "bonus_max1")
+    cfg = {r: yaml.safe_load((RESULTS / "auto_fallback" / "runs" / r / "config.yaml").read_text()) for r in runs}
+    greedy = {_load(f"auto_fallback/runs/{r}/eval_initial.json")["greedy_acc"] for r in runs}
+    assert len(greedy) == 1 and len({(c["tiny_hidden_size"], c["warmstart_max_steps"]) for c in cfg.values()}) == 1
+    bound = float(cfg["bonus"]["auto_bonus_max"])
+    coef = [r.get("control/entropy_coef", 0.0) for r in _metrics("auto_fallback/runs/bonus/metrics.jsonl.gz")]
+    return [f"seed 0, {cfg['none']['max_steps']} steps",
+            f"(hidden {cfg['none']['tiny_hidden_size']}, SFT at 1e-3, held-out greedy {greedy.pop():.1f} after "
+            f"{cfg['none']['warmstart_max_steps']} steps)",
+            f"sat at its bound {bound:g} for {sum(c >= bound * (1 - 1e-9) for c in coef)} steps in\n  `bonus`"]
+
+
+def controller_authority_readme_numbers() -> list[str]:
+    """controller_authority/README.md: when the 0.5x run's smoothed entropy reaches its target (its metrics), the
+    step the frontier cell resumed from first put W at its bound, and the logged values of the seed-0 runs that were
+    re-run bit-identically (their metrics; the re-runs themselves are not kept)."""
+    rows = [r for r in _metrics("controller_authority/runs/countdown_auto_t05/metrics.jsonl.gz")
+            if "control/batch_entropy" in r]
+    h = [r["control/batch_entropy"] for r in rows]
+    smooth = [statistics.fmean(h[max(0, i - 10):i + 11]) for i in range(len(h))]  # centred 21-step mean
+    reached = next(r["step"] for r, m in zip(rows, smooth, strict=True) if m <= 0.5 * h[0])
+    cell = "frontier_cot/runs/stare_auto_t05/seed0"
+    w_max = float(yaml.safe_load((RESULTS / cell / "config.yaml").read_text())["auto_w_max"])
+    first = next(s for s, w in _series(_metrics(f"{cell}/metrics.jsonl.gz"), "control/reweight_w")
+                 if w >= w_max * (1 - 1e-9))
+    logged = {sum(sum(k != "step" and isinstance(v, int | float) for k, v in r.items())
+                  for r in _metrics(f"controller_authority/runs/{run}/metrics.jsonl.gz"))
+              for run in ("countdown_sens_t07", "countdown_wide2x_sens_t07")}
+    assert len(logged) == 1, logged
+    return [f"first gets there at step {reached} of {len(h)}",
+            f"seed-0 cell's `checkpoint-{first}` (W first at {w_max:g})",
+            f"every one of the {_thousands(logged.pop())} logged values of each"]
+
+
+def entrocraft_nsr_readme_numbers() -> list[str]:
+    """entrocraft_nsr/README.md: the grid cell's NSR stretch (advantage_sign_cell's metrics), the steps 301-450 table
+    (summarise.py's rows, recomputed from both metrics), the fixed-paths table (fixed_paths.json) and the one-step
+    table and its reading (adam_vs_sgd_ckpt300.jsonl)."""
+    folder = "entrocraft_nsr"
+    cell = [r for r in _metrics(f"{folder}/advantage_sign_cell/metrics.jsonl.gz") if "control/batch_entropy" in r]
+    target = {r["control/target_entropy"] for r in cell}
+    assert len(target) == 1, target
+    # the stretch in NSR that checkpoint-300 sits in: from the step after the last other mode before it
+    start = 1 + max(r["step"] for r in cell if r["control/entrocraft_mode"] != -1 and r["step"] < 300)
+    other = sum(r["control/entrocraft_mode"] != -1 for r in cell if r["step"] >= start)
+    last = cell[-1]["step"]
+    h_from = statistics.fmean(r["control/batch_entropy"] for r in cell if start <= r["step"] < start + 100)
+    h_end = statistics.fmean(r["control/batch_entropy"] for r in cell if r["step"] > last - 100)
+    out = [f"entropy = {target.pop():.3f}, band ±10 %",
+           f"in NSR on all but {other} of the steps from {start} to {_thousands(last)}",
+           f"(mean batch entropy {h_from:.3f} over steps {start}-{start + 99} → {h_end:.3f} over steps {last - 99}-{_thousands(last)})"]
+
+    def window(rel: str) -> dict:  # summarise.py's definitions, steps 301-450
+        d = {r["step"]: r for r in _metrics(rel) if "control/batch_entropy" in r}
+        st = [s for s in sorted(d) if 301 <= s <= 450]
+
+        def mean(key: str, steps: list[int] = st) -> float:
+            return sum(d[s].get(key, float("nan")) for s in steps) / len(steps)
+
+        h0, h1 = mean("control/batch_entropy", st[:25]), mean("control/batch_entropy", st[-25:])
+        slope = statistics.linear_regression(st, [d[s]["control/batch_entropy"] for s in st]).slope
+        return {"kept": 100 * mean("loss/kept_frac"), "h0": h0, "h1": h1, "change": 100 * (h1 / h0 - 1),
+                "nsr": 100 * sum(d[s]["control/entrocraft_mode"] == -1 for s in st) / len(st),
+                "reward": mean("rewards/reward/mean"), "agree": mean("frac_reward_zero_std"),
+                "low": mean("quadrant/neg_low_dh_pred"), "high": mean("quadrant/neg_high_dh_pred"),
+                "slope": slope, "steps": len(st)}
+
+    old, new = window(f"{folder}/advantage_sign_cell/metrics.jsonl.gz"), window(f"{folder}/metrics.jsonl.gz")
+    for label, w in (("advantage sign (the grid cell)", old), ("raw reward (this fix)", new)):
+        out.append(f"| {label} | {w['kept']:.1f} | {w['nsr']:.0f} | {w['h0']:.4f} | {w['h1']:.4f} | {w['change']:+.1f} | "
+                   f"{w['reward']:.3f} | {w['agree']:.2f} | {w['low']:+.4f} / {w['high']:+.4f} |")
+    out += [f"NSR keeps {new['kept'] / old['kept']:.1f}x the tokens ({new['kept']:.1f} % vs {old['kept']:.1f} %; the "
+            f"groups\n  that agree are {100 * min(old['agree'], new['agree']):.0f}-{100 * max(old['agree'], new['agree']):.0f} "
+            f"% of the batch)",
+            f"({_signed(new['change'])} % in {new['steps']}\n  steps)"]
+    paths = _load(f"{folder}/fixed_paths.json")
+    out.append(f"{paths['n_paths']} completions")
+    for label, key in (("grid cell, step 300", "grid_cell/checkpoint-300"),
+                       ("raw-reward NSR, step 450", "raw_reward/checkpoint-450"),
+                       ("grid cell (old NSR), step 500", "grid_cell/checkpoint-500")):
+        p = paths[key]
+        out.append(f"| {label} | {p['fixed_all']:.4f} | {p['fixed_correct']:.4f} | {p['fixed_wrong']:.4f} | "
+                   f"{p['own_sampled']:.4f} | {100 * p['own_acc']:.1f} % |")
+    steps = [json.loads(line) for line in (RESULTS / folder / "adam_vs_sgd_ckpt300.jsonl").read_text().splitlines()]
+
+    def signs(rows: list[dict], get: Callable[[dict], float]) -> str:
+        return " ".join("+" if get(r) > 0 else "−" for r in rows)
+
+    ratios, cosines, others = [], [], []
+    for mode in ("NSR", "RAFT++", "GRPO"):
+        rows = sorted((r for r in steps if r["mode"] == mode), key=lambda r: r["batch"])
+        ratio = statistics.fmean(r["adam"]["step_norm"] / r["sgd"]["step_norm"] for r in rows)
+        ratios.append(ratio)
+        cosines += [r["cos_grad_momentum"] for r in rows]
+        others += [r["adam"]["pred_other_states"] for r in rows]
+        out.append(f"| {mode} | {signs(rows, lambda r: r['tabular_sign'])} | {signs(rows, lambda r: r['sgd']['pred'])} | "
+                   f"{signs(rows, lambda r: r['sgd']['pred_other_states'])} | "
+                   f"{signs(rows, lambda r: r['adam']['measured'])} | "
+                   f"**{signs(rows, lambda r: r['adam']['pred_other_states'])}** | {_thousands(ratio)}x | "
+                   + ", ".join(f"{r['cos_grad_momentum']:.2f}".replace("-", "−") for r in rows) + " |")
+        if mode == "NSR":
+            nsr_other = ", ".join(_sci(r["adam"]["pred_other_states"]) for r in rows)
+    falls = [-x for x in others]
+    assert 1e-5 <= min(falls) and max(falls) < 1e-3
+    slopes = (new["slope"], old["slope"])
+    out += [f"NSR's Adam step on other states: {nsr_other} nats per step.",
+            f"Adam's step is {_thousands(min(ratios))}-{_thousands(max(ratios))}x",
+            f"(cosine ≤ {max(abs(c) for c in cosines):.2f})",
+            f"**under every mode alike** ({sum(x < 0 for x in others)} of {len(others)}), by "
+            f"{min(falls) / 1e-4:.1f}-{max(falls) / 1e-4:.1f}e-4 nats per step",
+            f"(least-squares slope of the batch entropy, per step: {_sci(slopes[0])} with the fix, "
+            f"{_sci(slopes[1])} without; {sum(f > -min(slopes) for f in falls)} of the {len(falls)} are larger "
+            f"than both)"]
+    return out
+
+
+def _step0(cell: Path) -> dict:
+    """The step-0 held-out evaluation of a grid cell (its first metrics row with ``eval/`` keys)."""
+    with gzip.open(cell / "metrics.jsonl.gz", "rt") as f:
+        return next(r for r in map(json.loads, f) if "eval/pass@1" in r)
+
+
+def frontier_cot_readme_numbers() -> list[str]:
+    """frontier_cot/README.md: the grid's size (compare_run.json, runs/), each seed's step-0 held-out pass@1 (the same
+    in every cell of a seed), the committed half of the reproduction check's output (runs/grpo/seed0), the step-0
+    entropy that differs in the 9th digit on the AVX-512 machine (those cells' metrics), the compare_cot grid's
+    step-0 pass@1, and the wall time of the cells of sessions 39-40 (compare_done.json)."""
+    runs = RESULTS / "frontier_cot" / "runs"
+    cells = sorted(runs.glob("*/seed*"))
+    step0 = {c: _step0(c) for c in cells}
+    p0 = {}
+    for c, r in step0.items():
+        p0.setdefault(int(c.name[4:]), set()).add(r["eval/pass@1"])
+    assert all(len(v) == 1 for v in p0.values()) and p0[1] == p0[2], p0
+    p0 = {s: v.pop() for s, v in p0.items()}
+    methods = {c.parent.name for c in cells}
+    with gzip.open(runs / "grpo" / "seed0" / "metrics.jsonl.gz", "rt") as f:
+        committed = [json.loads(line) for line in f]
+    compared = sum(len([k for k in r if k not in ("step_time", "eval/wall_s")]) for r in committed)
+    # the cells run on the AVX-512 machine with the AVX2 kernels pinned (sessions 39-40): from the first one whose
+    # step-0 entropy differs from the committed grpo cell's of its seed
+    ent = {c: r["eval/entropy"] for c, r in step0.items()}
+    first_pinned = min(json.loads((c / "compare_done.json").read_text())["finished"] for c in cells
+                       if ent[c] != ent[runs / "grpo" / c.name])
+    late = {c: json.loads((c / "compare_done.json").read_text()) for c in cells}
+    late = {c: d["wall_s"] / 60 for c, d in late.items() if d["finished"] >= first_pinned}
+    here = {ent[c] for c in late if c.name == "seed0"}
+    there = ent[runs / "grpo" / "seed0"]
+    assert len(here) == 1 and there not in here, (here, there)
+    dapo = [w for c, w in late.items() if c.parent.name == "dapo"]
+    rest = [w for c, w in late.items() if c.parent.name != "dapo"]
+    cot0 = _step0(RESULTS / "compare_cot" / "runs" / "grpo" / "seed0")["eval/pass@1"]
+    return [f"all {_load('frontier_cot/compare_run.json')['cells']} cells",
+            f"This folder holds every cell, {len(methods)} methods x seeds 0-{max(p0)}",
+            f"cells' of its seed ({p0[1]} for seeds 1 and 2)",
+            f"metrics rows: committed {len(committed)}, re-run {len(committed)}; values compared {compared}; differing 0",
+            f"held-out pass@1 {p0[0]} at step 0",
+            f"({here.pop():.11f} here, {there:.11f} there)",
+            f"evaluates at pass@1 {cot0:.3f} where\nthis one evaluates at {p0[0]:.3f} at step 0",
+            f"check the step-0 pass@1 of a seed-0 cell ({p0[0]})",
+            f"two cells at a time ({min(rest):.0f}-{max(rest):.0f} min a cell, DAPO {min(dapo):.0f}-{max(dapo):.0f}"]
+
+
+def gpu_rerun_readme_numbers() -> list[str]:
+    """gpu_h200_2026-11-27/README.md: the machine (env.txt), the two test runs' counts (tests_run1.log, tests.log) and
+    how many of the step benchmark's processes finished (step_vocab_run1/2.txt)."""
+    folder = RESULTS / GPU_RERUN
+    env = (folder / "env.txt").read_text().splitlines()
+    name, mem, driver = (x.strip() for x in env[1].split(","))
+    v = re.match(r"torch (\S+) cuda \S+ \| transformers (\S+) \| trl (\S+) \| datasets (\S+)", env[2]).groups()
+    run1 = re.search(r"(\d+) failed, (\d+) passed", (folder / "tests_run1.log").read_text())
+    run2 = re.search(r"(\d+) passed in", (folder / "tests.log").read_text())
+
+    def processes(file: str) -> str:
+        done = re.findall(r"^repeat (\d+) (\S+)", (folder / file).read_text(), re.M)
+        return f"{len(done)} of {len({r for r, _ in done}) * len({m for _, m in done})}"
+
+    return [f"(both one {name}, {int(mem.split()[0]):,} MiB, driver {driver}, {int(env[3])} CPU\ncores; torch {v[0]} "
+            f"and transformers {v[1]} are the machine's own, trl {v[2]}, datasets {v[3]}",
+            f"{run1.group(1)} failed (a test-file bug, see docs/benchmarks.md), {run1.group(2)} passed",
+            f"`scripts/test.sh --cuda -n 8`: {run2.group(1)} passed",
+            f"after {processes('step_vocab_run1.txt')} processes",
+            f"again {processes('step_vocab_run2.txt')} |"]
+
+
+def real_lm_readme_numbers() -> list[str]:
+    """real_lm/README.md: the model's size (stare_model.json: float32 parameters) and the binomial standard error of
+    the two evaluations' pass@1 (stare_train/eval_initial.json, eval.json)."""
+    model = _load(f"{REAL_LM}/stare_model.json")
+    assert model["dtype"] == "float32"
+    evals = [_load(f"{REAL_LM}/stare_train/{e}.json") for e in ("eval_initial", "eval")]
+    n = {e["n"] * e["k"] for e in evals}
+    assert len(n) == 1, n
+    n = n.pop()
+    p = [e[f"avg@{e['k']}"] for e in evals]
+    se = [math.sqrt(x * (1 - x) / n) for x in p]
+    return [f"the {model['parameters'] * 4 / 1e6:.0f} MB model",
+            f"({n} samples): a binomial standard error of {min(se):.3f}-{max(se):.3f} at the measured {p[0]:.3f} and "
+            f"{p[1]:.3f}"]
+
+
+def result_readme_numbers() -> list[tuple[str, str]]:
+    """(page, text) for the result folders' own READMEs."""
+    pages = {"auto_fallback": auto_fallback_readme_numbers, "controller_authority": controller_authority_readme_numbers,
+             "entrocraft_nsr": entrocraft_nsr_readme_numbers, "frontier_cot": frontier_cot_readme_numbers,
+             GPU_RERUN: gpu_rerun_readme_numbers, REAL_LM: real_lm_readme_numbers}
+    return [(f"docs/results/{folder}/README.md", text) for folder, numbers in pages.items() for text in numbers()]
+
+
 def inline_checks() -> list[tuple[str, str]]:
     """Numbers quoted in running text outside the blocks, each rendered from its artifact: (page, the exact text
     that must appear there). The page keeps its prose; this pins the number inside it."""
@@ -2795,7 +3018,7 @@ def inline_checks() -> list[tuple[str, str]]:
     model = _load(f"{REAL_LM}/stare_model.json")
     real_lm = [("docs/train.md", f"{model['parameters']:,} parameters, vocabulary {model['vocab_size']:,}"),
                ("docs/train.md", f"as a {model['quantization'].split()[0]} GGUF file")]
-    return real_lm + weight_control_noise_numbers() + [
+    return real_lm + weight_control_noise_numbers() + result_readme_numbers() + [
         *(("docs/results/warmstart_robustness/README.md", text) for text in robustness_cost()),
         *(("docs/compare.md", text) for text in [*authority_rows(), *authority_numbers(), *actuator_rows(),
                                                   *authority_rows(AUTHORITY_SENS), *authority_seed_rows(),
