@@ -2990,9 +2990,43 @@ def real_lm_readme_numbers() -> list[str]:
             f"{p[1]:.3f}"]
 
 
+def compare_cot_readme_numbers() -> list[str]:
+    """compare_cot/README.md: the grid's size (runs/), the cells' wall times (compare_done.json), the warm start's
+    wall time (countdown_cot/warmstart_3000.json: the same warm start, cache key and final metrics as
+    repro_check.txt's) and the reproduction checks' rows and times (the committed cell, repro_check.txt)."""
+    runs = RESULTS / "compare_cot" / "runs"
+    walls = {f.parent: json.loads(f.read_text())["wall_s"] / 60 for f in sorted(runs.glob("*/seed*/compare_done.json"))}
+    method = {c: w for c, w in walls.items() if c.parent.name != "vanilla_it2"}
+    control = [w for c, w in walls.items() if c.parent.name == "vanilla_it2"]
+    seeds = {len(list(m.glob("seed*"))) for m in runs.iterdir() if m.name != "vanilla_it2"}
+    assert len(seeds) == 1, seeds
+
+    def span(cells: list[str]) -> str:
+        w = [x for c, x in method.items() if c.parent.name in cells]
+        return f"{min(w):.0f}-{max(w):.0f}"
+
+    names = {c.parent.name for c in method}
+    log = (RESULTS / "compare_cot" / "repro_check.txt").read_text()
+    warm = _load("countdown_cot/warmstart_3000.json")
+    assert f"avg@8 {warm['final']['avg@8']:.4f}, greedy {warm['final']['greedy_acc']:.4f}" in log
+    ws = int(re.search(r"# ([\d ]+) s\n", log).group(1).replace(" ", ""))
+    whole = int(re.search(r"whole command: ([\d ]+) s wall", log).group(1).replace(" ", ""))
+    rows = len(_metrics("compare_cot/runs/grpo/seed0/metrics.jsonl.gz"))
+    assert log.count(f"identical: {rows} logged rows") == 2
+    return [f"— all {len(walls)} cells", f"has {len(names)} methods x {seeds.pop()} seeds = {len(method)} cells",
+            f"(~{warm['wall_time_s'] / 60:.0f} min wall: `../countdown_cot/warmstart_3000.json`",
+            f"took\n{span(names - {'dapo'})} min of wall time (Clip-Cov/KL-Cov {span(['clip_cov', 'kl_cov'])}, DAPO "
+            f"{span(['dapo'])}); the {len(method)} method cells took {sum(method.values()):.0f} core-minutes, the "
+            f"{len(control)}\ncontrol cells {sum(control):.0f} more",
+            f"all {_thousands(rows)} logged rows",
+            f"(3 000 SFT steps, {ws / 60:.0f} min)", f"in all {_thousands(rows)} rows and the final evaluation "
+                                                     f"({whole / 60:.0f} min for the whole\ncommand)"]
+
+
 def result_readme_numbers() -> list[tuple[str, str]]:
     """(page, text) for the result folders' own READMEs."""
-    pages = {"auto_fallback": auto_fallback_readme_numbers, "controller_authority": controller_authority_readme_numbers,
+    pages = {"auto_fallback": auto_fallback_readme_numbers, "compare_cot": compare_cot_readme_numbers,
+             "controller_authority": controller_authority_readme_numbers,
              "entrocraft_nsr": entrocraft_nsr_readme_numbers, "frontier_cot": frontier_cot_readme_numbers,
              GPU_RERUN: gpu_rerun_readme_numbers, REAL_LM: real_lm_readme_numbers}
     return [(f"docs/results/{folder}/README.md", text) for folder, numbers in pages.items() for text in numbers()]
