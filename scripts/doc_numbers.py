@@ -2941,7 +2941,11 @@ def frontier_cot_readme_numbers() -> list[str]:
     dapo = [w for c, w in late.items() if c.parent.name == "dapo"]
     rest = [w for c, w in late.items() if c.parent.name != "dapo"]
     cot0 = _step0(RESULTS / "compare_cot" / "runs" / "grpo" / "seed0")["eval/pass@1"]
+    added = {m for m in methods if m.startswith("stare_sens_auto")}  # after the registration (session 35)
+    n_seeds = len(p0)
     return [f"all {_load('frontier_cot/compare_run.json')['cells']} cells",
+            f"has {len(methods - added)} pre-registered methods x {n_seeds} seeds = {len(methods - added) * n_seeds} cells",
+            f"(session 35; {len(added) * n_seeds} cells, not part of H1-H5)",
             f"This folder holds every cell, {len(methods)} methods x seeds 0-{max(p0)}",
             f"cells' of its seed ({p0[1]} for seeds 1 and 2)",
             f"metrics rows: committed {len(committed)}, re-run {len(committed)}; values compared {compared}; differing 0",
@@ -3029,7 +3033,12 @@ def result_readme_numbers() -> list[tuple[str, str]]:
              "controller_authority": controller_authority_readme_numbers,
              "entrocraft_nsr": entrocraft_nsr_readme_numbers, "frontier_cot": frontier_cot_readme_numbers,
              GPU_RERUN: gpu_rerun_readme_numbers, REAL_LM: real_lm_readme_numbers}
-    return [(f"docs/results/{folder}/README.md", text) for folder, numbers in pages.items() for text in numbers()]
+    card = [(f"docs/results/{REAL_LM}/stare_train/README.md",  # the model card `stare train` wrote, its eval table
+             f"| {label} | {e['avg@4']:.3f} | {e['pass@4']:.3f} | {e['greedy_acc']:.3f} | "
+             f"{e['mean_response_length']:.3f} | {e['entropy']:.3f} |")
+            for label, e in (("start", _load(f"{REAL_LM}/stare_train/eval_initial.json")),
+                             ("after training", _load(f"{REAL_LM}/stare_train/eval.json")))]
+    return card + [(f"docs/results/{folder}/README.md", text) for folder, numbers in pages.items() for text in numbers()]
 
 
 def inline_checks() -> list[tuple[str, str]]:
