@@ -127,6 +127,13 @@ def count_reflections(texts: Sequence[str], words: Sequence[str]) -> dict[str, f
     return out
 
 
+def rng_devices(model: Any) -> list[torch.device]:
+    """The devices whose RNG an evaluation forks: the model's CUDA device too, so that sampling on a GPU leaves the
+    training's CUDA generator where it was (and a cached evaluation changes nothing that follows)."""
+    first = next(iter(model.parameters()), None)
+    return [first.device] if first is not None and first.device.type == "cuda" else []
+
+
 def _load(model_or_dir: Any, tokenizer: Any) -> tuple[Any, Any]:
     # transformers is optional: only loading a model from a directory needs it (the scoring helpers do not)
     from transformers import AutoModelForCausalLM
@@ -272,7 +279,7 @@ def evaluate(
     was_training = model.training
     model.eval()
     try:
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=rng_devices(model)):
             torch.manual_seed(seed)
             records, samples = _sample_rows(model, tokenizer, rows, reward_fn, answer_fn, k=k, greedy=greedy,
                                             temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from stare_rl.evaluation.heldout import pass_at_k, sampling_entropy, step_entropy
+from stare_rl.evaluation.heldout import pass_at_k, rng_devices, sampling_entropy, step_entropy
 from stare_rl.tasks.tool_episodes import episode_stats, summarize_episodes
 
 
@@ -130,7 +130,7 @@ def evaluate_tool_task(
     stats: list[dict[str, float]] = []
     sums = {"pass": 0.0, "greedy": 0.0, "tokens": 0.0, "entropy": 0.0}
     try:
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=rng_devices(model)):
             torch.manual_seed(seed)
             for start in range(0, len(rows), batch_size):
                 batch = rows[start : start + batch_size]

@@ -83,6 +83,13 @@ class ModelTaskArgs:
         metadata={"help": "Also evaluate the starting policy the same way before training (eval_initial.json), "
                   "so a run prints its own before/after numbers."},
     )
+    initial_eval_cache: bool = field(
+        default=True,
+        metadata={"help": "Reuse an identical earlier initial_eval from the cache (<cache>/evals/): the same weights, "
+                  "tokenizer, held-out rows, reward and sampling settings, versions and kernel pins, e.g. every cell of a "
+                  "stare compare grid with one seed. The evaluation is deterministic, so the result is the same; false: "
+                  "always evaluate."},
+    )
     cache_dir: str | None = field(
         default=None,
         metadata={"help": "Where the warm-started tiny models are cached. Default: $STARE_RL_CACHE, else "

@@ -48,6 +48,7 @@ from stare_rl.io.runlog import (
     write_text_atomic,
 )
 from stare_rl.tasks import is_tool_task
+from stare_rl.train.eval_cache import cached_evaluation, eval_key
 from stare_rl.train.model_card import model_card
 from stare_rl.train.plan import plan_run
 from stare_rl.train.prepare import Prepared, is_tool_run, load_model, prepare
@@ -161,19 +162,35 @@ def torch_threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _evaluate(prep: Prepared, model: Any, tokenizer: Any, out: Path, label: str) -> dict[str, Any]:
+def _evaluate(prep: Prepared, model: Any, tokenizer: Any, out: Path, label: str, cache: Path | None = None
+              ) -> dict[str, Any]:
+    """Evaluate ``model`` on the held-out rows into ``out``; with ``cache``, read an identical earlier evaluation
+    from it instead (train/eval_cache.py: keyed on the weights, tokenizer, rows, reward and every setting)."""
     ta, grpo = prep.plan.task_args, prep.plan.grpo
-    if is_tool_run(prep.task, ta):  # multi-turn episodes with the task's tools
-        result = evaluate_tool_task(model, tokenizer, prep.task, prep.eval_rows, k=ta.eval_k,
-                                    temperature=grpo.temperature, max_completion_length=grpo.max_completion_length,
-                                    max_tool_calls=grpo.max_tool_calling_iterations, seed=grpo.seed)
+    tools = is_tool_run(prep.task, ta)
+
+    def run() -> dict[str, Any]:
+        if tools:  # multi-turn episodes with the task's tools
+            return evaluate_tool_task(model, tokenizer, prep.task, prep.eval_rows, k=ta.eval_k,
+                                      temperature=grpo.temperature, max_completion_length=grpo.max_completion_length,
+                                      max_tool_calls=grpo.max_tool_calling_iterations, seed=grpo.seed)
+        return heldout.evaluate(model, tokenizer, prep.eval_rows, prep.reward_fn, k=ta.eval_k,
+                                temperature=grpo.temperature, top_p=grpo.top_p,
+                                max_new_tokens=grpo.max_completion_length, seed=grpo.seed)
+
+    if cache is None:
+        result, hit = run(), None
     else:
-        result = heldout.evaluate(model, tokenizer, prep.eval_rows, prep.reward_fn, k=ta.eval_k,
-                                  temperature=grpo.temperature, top_p=grpo.top_p,
-                                  max_new_tokens=grpo.max_completion_length, seed=grpo.seed)
+        settings = {"k": ta.eval_k, "temperature": grpo.temperature, "top_p": grpo.top_p, "seed": grpo.seed,
+                    "max_new_tokens": grpo.max_completion_length, "tools": tools, "task": prep.task.name,
+                    "max_tool_calls": grpo.max_tool_calling_iterations if tools else None,
+                    "reward": next((n for n in prep.notes if n.startswith("reward:")), "")}
+        key = eval_key(model, tokenizer, prep.eval_rows, prep.reward_fn, settings,
+                       code=(evaluate_tool_task if tools else heldout,))
+        result, hit = cached_evaluation(cache, key, run)
     write_json_atomic(out, result)
     shown = {k: v for k, v in result.items() if isinstance(v, int | float) and not k.startswith("reflection/")}
-    logger.info("%s: %s", label, json.dumps(shown))
+    logger.info("%s%s: %s", label, f" (the same evaluation, cached: {hit})" if hit else "", json.dumps(shown))
     return result
 
 
@@ -201,7 +218,8 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
     )
     before, before_path = None, layout.root / INITIAL_EVAL_FILE
     if ta.initial_eval and ta.final_eval and prep.resume is None:
-        before = _evaluate(prep, trainer.model, tokenizer, before_path, "held-out evaluation before training")
+        cache = cache_dir(ta.cache_dir) if ta.initial_eval_cache else None
+        before = _evaluate(prep, trainer.model, tokenizer, before_path, "held-out evaluation before training", cache)
         silent = zero_start_warning(before, ta.eval_k, watch.reward_note)
         if silent:
             logger.warning("stare train: warning: %s", silent)
