@@ -199,3 +199,46 @@ def test_stare_train_on_cuda_trains_resumes_and_evaluates(tiny_model_dir: Path, 
     (run / "eval.json").unlink()  # killed during the final evaluation
     assert train.main([*argv, "--resume_from_checkpoint", "last"]) == 0
     assert [r["step"] for r in read_metrics(run)] == [1, 2, 3] and (run / "eval.json").is_file()
+
+
+def test_the_held_out_evaluation_leaves_the_cuda_rng_where_it_was(tiny_model_dir: Path) -> None:
+    """heldout.evaluate samples on the model's device with its own seed: the training's CUDA generator must be where
+    it was afterwards (else a cached initial evaluation, which skips the sampling, would change the run after it)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from stare_rl.evaluation import heldout
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).to("cuda")
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    rows = [{"prompt": f"{a}+{a}=", "answer": str(2 * a)} for a in range(4)]
+    torch.cuda.manual_seed(123)
+    before, cpu_before = torch.cuda.get_rng_state(), torch.get_rng_state()
+    result = heldout.evaluate(model, tok, rows, lambda c, a: float(c.strip() == a), k=2, max_new_tokens=4, seed=7,
+                              progress=False)
+    assert result["n"] == 4
+    assert torch.equal(torch.cuda.get_rng_state(), before) and torch.equal(torch.get_rng_state(), cpu_before)
+
+
+@pytest.mark.slow
+def test_a_cached_initial_evaluation_changes_nothing_after_it_on_cuda(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """tests/train/test_eval_cache.py on the GPU (bf16): the second cell of one seed reads the first one's evaluation
+    of the start, and trains exactly as a cell that evaluated it itself."""
+    pytest.importorskip("trl")
+    from stare_rl.io.runlog import read_metrics
+    from stare_rl.train import run as train
+
+    cache = tmp_path / "cache"
+    argv = ["--model", str(tiny_model_dir), "--max_steps", "2", "--save_steps", "10", "--per_device_train_batch_size",
+            "16", "--num_generations", "4", "--train_size", "64", "--eval_size", "8", "--eval_k", "4",
+            "--initial_eval", "true", "--disable_tqdm", "true", "--cache_dir", str(cache)]
+    for name, extra in (("a", []), ("b", []), ("c", ["--initial_eval_cache", "false"])):
+        assert train.main([*argv, *extra, "--output_dir", str(tmp_path / name)]) == 0
+    assert len(list((cache / "evals").iterdir())) == 1
+    initial = {(tmp_path / n / "eval_initial.json").read_text() for n in "abc"}
+    assert len(initial) == 1
+    runs = [read_metrics(tmp_path / n) for n in "bc"]
+    assert [r["step"] for r in runs[0]] == [r["step"] for r in runs[1]] == [1, 2]
+    for a, b in zip(*runs, strict=True):  # CUDA kernels may reorder sums: 1e-4 relative, as the resume test
+        for key in ("loss", "actor/entropy", "rewards/reward/mean", "actor/grad_norm"):
+            if key in a:
+                assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
