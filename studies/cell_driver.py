@@ -56,6 +56,9 @@ DONE = "compare_done.json"  # stare_rl.compare.grid.DONE_FILE (not imported: the
 INITIAL_EVAL = "eval_initial.json"  # stare_rl.io.runlog.INITIAL_EVAL_FILE, written where a grid sets initial_eval
 REPORT_FILES = ("results.md", "results.json", "compare_run.json")
 REPORT_DIRS = ("report", "reference")
+# the report's self-contained page repeats its PNGs in base64: not committed (`stare report` / `stare compare
+# --report-only` writes it again from the cells); it would push the tree past what travels to a GPU machine
+NOT_EXPORTED = ("report.html",)
 
 
 def _export_module():
@@ -242,7 +245,7 @@ def export_cell(study: Study, root: Path, c: Cell) -> None:
         if (grid_out / sub).exists():
             if (docs_out / sub).exists():
                 shutil.rmtree(docs_out / sub)
-            shutil.copytree(grid_out / sub, docs_out / sub)
+            shutil.copytree(grid_out / sub, docs_out / sub, ignore=shutil.ignore_patterns(*NOT_EXPORTED))
 
 
 def refresh_report(study: Study, root: Path, part: str) -> None:

@@ -42,7 +42,7 @@ def export(src: Path, dst: Path) -> None:
     for sub in ("report", "reference"):
         if (dst / sub).exists():
             shutil.rmtree(dst / sub)
-        shutil.copytree(src / sub, dst / sub)
+        shutil.copytree(src / sub, dst / sub, ignore=shutil.ignore_patterns("report.html"))  # PNGs repeated
 
 
 def restore(src: Path, dst: Path) -> None:
