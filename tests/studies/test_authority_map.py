@@ -258,8 +258,9 @@ def test_a_conditional_block_in_the_generic_driver(tmp_path: Path) -> None:
     assert cd.decide(boom.order[0], tmp_path, None) == cd.Pick((), "its rule failed: ZeroDivisionError: division by zero")
 
 
-def test_the_driver_adds_seeds_1_2_where_rule_s_selects(tmp_path: Path) -> None:
+def test_the_driver_adds_seeds_1_2_where_rule_s_selects(tmp_path: Path, monkeypatch) -> None:
     rc = _load("run_cells")
+    monkeypatch.setattr(rc, "DOCS", tmp_path / "docs")  # not the committed cells of the running study
     block = next(b for b in rc.STUDY.order if b.when is not None and b.part == "arithmetic" and b.seeds == (1, 2))
     grids = sys.modules["authority_grids"]
     for m in grids.methods("arithmetic", "A") + grids.methods("arithmetic", "B"):
