@@ -183,6 +183,26 @@ def render_confirm10() -> str:
     return "\n".join(lines)
 
 
+def render_confirm10_cost() -> str:
+    """confirm10/README.md: every committed new cell's wall time (compare_done.json) and what is still missing."""
+    c10 = _load(CONFIRM10)
+    rows = []
+    for done in sorted((RESULTS / "confirm10").glob("*/runs/*/seed*/compare_done.json")):
+        part, method, seed = done.parts[-5], done.parts[-3], int(done.parts[-2][4:])
+        d = json.loads(done.read_text())
+        rows.append((part, method, seed, d["wall_s"], bool(d.get("resumed"))))
+    rows.sort(key=lambda r: (r[0] != "main", r[2], r[1]))
+    walls = [r[3] / 60 for r in rows if not r[4]]
+    lines = ["| grid | cell | wall min |", "|---|---|---|"]
+    lines += [f"| {part} | `{method}` seed {seed} | {wall / 60:.1f}{' (resumed: its last part)' if resumed else ''} |"
+              for part, method, seed, wall, resumed in rows]
+    lines += ["", f"{len(rows)} of {len(rows) + c10['n_missing']} new cells committed; those run in one go took "
+              f"{min(walls):.0f}-{max(walls):.0f} min each (median {statistics.median(walls):.0f}) with another cell or "
+              "study beside them. Missing: "
+              + (", ".join(c10["missing"]) if c10["missing"] else "none") + "."]
+    return "\n".join(lines)
+
+
 def confirm10_numbers() -> list[str]:
     """compare.md's 10-seed section: the 3-seed claim it re-tests, from the frontier's cells."""
     fr = frontier()["methods"]
@@ -1095,6 +1115,7 @@ def render_gpu_rerun() -> str:
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "confirm10": ("docs/compare.md", render_confirm10),
     "confirm10-fair": ("docs/compare.md", render_confirm10_fair),
+    "confirm10-cost": ("docs/results/confirm10/README.md", render_confirm10_cost),
     "real-lm-probe": ("docs/compare.md", render_real_lm_probe),
     "real-lm-grid": ("docs/compare.md", render_real_lm_grid),
     "headline": ("README.md", render_headline),

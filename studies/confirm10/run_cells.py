@@ -38,7 +38,7 @@ STUDY = Study(
     pins=KERNEL_PINS,
     parallel=2,
     cells_noun="new cells",
-    doc_blocks=("confirm10", "confirm10-fair", "headline", "frontier-headline"),  # compare.md, README, evidence.md
+    doc_blocks=("confirm10", "confirm10-fair", "headline", "frontier-headline", "confirm10-cost"),
 )
 cells = STUDY.cells  # the registered order (tests/studies/test_confirm10.py)
 
