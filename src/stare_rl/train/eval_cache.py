@@ -2,8 +2,8 @@
 
 Every cell of a ``stare compare`` grid with the same seed starts from the same weights and evaluates them on the
 same held-out prompts with the same sampling seed, so each cell used to repeat the same evaluation (on the real LM
-5 to 14 of a cell's 50 to 65 minutes on the 2-core CPU, by the cells' logs, not kept). The evaluation is
-deterministic given its inputs (its sampling RNG is forked and
+5 to 14 of a cell's 50 to 65 minutes on the 2-core CPU, 34 in the first cell, before the evaluation's memory fix;
+from the cells' logs, not kept). The evaluation is deterministic given its inputs (its sampling RNG is forked and
 seeded, `evaluation.heldout`), so its result is stored under ``<cache>/evals/<key>.json`` and read back when every
 input is the same. The key hashes everything the result depends on:
 
