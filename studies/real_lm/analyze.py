@@ -257,6 +257,54 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def figure(runs: Path, grid: Any, values: dict[str, dict[int, dict[str, Any]]], path: Path) -> Path:
+    """real_lm.png: per seed, each finished cell's batch entropy (10-step moving mean) with the targets; and every
+    finished cell's held-out pass@1 against pass@8 (small: per seed, large: the seed mean)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    seeds = sorted({s for by_seed in values.values() for s in by_seed}) or [0]
+    fig, axes = plt.subplots(1, len(seeds) + 1, figsize=(4.4 * (len(seeds) + 1), 3.8), squeeze=False)
+    colors = {m: f"C{i}" for i, m in enumerate(grid.methods)}
+    for ax, seed in zip(axes[0][:-1], seeds, strict=True):
+        for cell in grid.cells():
+            if cell.seed != seed or cell.method not in values or seed not in values[cell.method]:
+                continue
+            h = _steps(cell.run_dir, BATCH_H)
+            steps = sorted(h)
+            smooth = [sum(h[t] for t in steps[max(0, i - 9):i + 1]) / len(steps[max(0, i - 9):i + 1])
+                      for i in range(len(steps))]
+            ax.plot(steps, smooth, color=colors[cell.method], lw=1.2, label=cell.method)
+            target = values[cell.method][seed].get("target")
+            if target:
+                ax.axhline(target, color=colors[cell.method], lw=0.8, ls="--")
+        ax.set_title(f"seed {seed}: batch entropy (10-step mean); dashed: targets", fontsize=8)
+        ax.set_xlabel("step", fontsize=8)
+        ax.set_ylabel("nats", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    ax = axes[0][-1]
+    for m, by_seed in values.items():
+        pts = [(r["pass@1"], r["pass@k"]) for r in by_seed.values() if r.get("pass@1") is not None]
+        if not pts:
+            continue
+        ax.scatter([100 * a for a, _ in pts], [100 * b for _, b in pts], color=colors[m], s=14, alpha=0.5)
+        ax.scatter([100 * sum(a for a, _ in pts) / len(pts)], [100 * sum(b for _, b in pts) / len(pts)],
+                   color=colors[m], s=60, edgecolor="k", label=f"{m} (n = {len(pts)})")
+    ax.set_xlabel("held-out pass@1 %", fontsize=8)
+    ax.set_ylabel("held-out pass@8 %", fontsize=8)
+    ax.set_title("pass@1 against pass@8 (small: a seed, large: the mean)", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=Path, default=Path("runs/real_lm"), help="the grid's --out")
@@ -272,6 +320,7 @@ def main(argv: list[str]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "real_lm.json").write_text(json.dumps(result, indent=2, default=str))
     (args.out / "real_lm.md").write_text(markdown(result))
+    figure(args.runs, restrict(load_grid(GRID), out=args.runs), values, args.out / "real_lm.png")
     print(markdown(result))
     return 0
 
