@@ -838,7 +838,7 @@ def render_real_lm_grid() -> str:
     lines = [f"Cells finished: {r['n_done']} of {r['n_cells']}" + (f"; missing: {', '.join(r['missing'])}."
                                                                    if r["missing"] else "."), "",
              "| cell | seeds | pass@1 % | pass@8 % | final batch H / target | band fraction % | W or bonus coefficient, "
-             "last 10 steps (bound) |", "|---|---|---|---|---|---|---|"]
+             "last 10 steps (bound) | response tokens | s / step |", "|---|---|---|---|---|---|---|---|---|"]
     for m, st in r["stats"].items():
         vals = list(r["values"].get(m, {}).values())
         n = len(vals)
@@ -852,8 +852,10 @@ def render_real_lm_grid() -> str:
         bound = [v["bound"] for v in vals if v.get("bound") and v["bound"].get("tail_mean") is not None]
         b = "-" if not bound else (", ".join(f"{x['tail_mean']:.3g}" for x in bound) + f" ({bound[0]['bound']:g})")
         lines.append(f"| `{m}` | {n} | {ms('pass@1')} | {ms('pass@k')} | "
-                     f"{'-' if not ratio else ', '.join(f'{x:.2f}' for x in ratio)} | {ms('band_fraction')} | {b} |")
-    lines += ["", "± = sample std over seeds. Per seed where several values are listed.", "",
+                     f"{'-' if not ratio else ', '.join(f'{x:.2f}' for x in ratio)} | {ms('band_fraction')} | {b} | "
+                     f"{ms('mean_response_length', 1)} | {ms('mean_step_time', 1)} |")
+    lines += ["", "± = sample std over seeds. Per seed where several values are listed. s / step is wall time on the "
+              "shared 2-core machine: it reads the load beside a cell as much as the method.", "",
               "When each actuator acted (descriptive; the first step its batch entropy left GRPO's same-seed run):", ""]
     for m, by_seed in r["values"].items():
         for seed, v in sorted(by_seed.items()):

@@ -225,13 +225,15 @@ def markdown(result: dict[str, Any]) -> str:
     lines = ["# Issue 42: real-LM comparison (studies/real_lm, pre-registered)", "",
              f"Cells finished: {result['n_done']} of {result['n_cells']}; missing: "
              f"{', '.join(result['missing']) or 'none'}.", "",
-             "| cell | seeds | pass@1 | pass@8 | final batch H | target | band fraction |", "|---|---|---|---|---|---|---|"]
+             "| cell | seeds | pass@1 | pass@8 | final batch H | target | band fraction | response length | s / step |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for m, st in result["stats"].items():
         def f(k: str, st: dict[str, Any] = st) -> str:
             s = st.get(k)
             return "-" if not s else f"{s['mean']:.3f}" + (f" ± {s['std']:.3f}" if s.get("n", 0) > 1 else "")
         lines.append(f"| {m} | {len(result['values'].get(m, {}))} | {f('pass@1')} | {f('pass@k')} | "
-                     f"{f('final_batch_entropy')} | {f('target')} | {f('band_fraction')} |")
+                     f"{f('final_batch_entropy')} | {f('target')} | {f('band_fraction')} | "
+                     f"{f('mean_response_length')} | {f('mean_step_time')} |")
     lines += ["", "± = sample std over seeds.", "", "## When the actuators acted", "",
               "Descriptive, added after the registration (2026-11-27, with 4 cells done); no rule reads it. Every cell "
               "starts from the same weights, so a cell and GRPO's run of the same seed are the same run until its "
