@@ -10,7 +10,7 @@ input is the same. The key hashes everything the result depends on:
 - the model's weights (every tensor of its state dict, name, dtype, shape and bytes) and its dtype and device;
 - the tokenizer (vocabulary, special tokens, padding side, chat template);
 - the evaluation rows, the reward function's name and the run's ``reward:`` note, and the sampling settings (k,
-  temperature, top_p, max_new_tokens, seed, tool-loop settings);
+  temperature, top_p, max_new_tokens, seed, tool-loop settings), and the source of the reward function;
 - torch / transformers / trl versions, torch's thread count, the CPU kernel pins (``ATEN_CPU_CAPABILITY``,
   ``MKL_CBWR``), and the source of the evaluation code.
 

@@ -186,7 +186,7 @@ def _evaluate(prep: Prepared, model: Any, tokenizer: Any, out: Path, label: str,
                     "max_tool_calls": grpo.max_tool_calling_iterations if tools else None,
                     "reward": next((n for n in prep.notes if n.startswith("reward:")), "")}
         key = eval_key(model, tokenizer, prep.eval_rows, prep.reward_fn, settings,
-                       code=(evaluate_tool_task if tools else heldout,))
+                       code=(evaluate_tool_task if tools else heldout, prep.reward_fn))
         result, hit = cached_evaluation(cache, key, run)
     write_json_atomic(out, result)
     shown = {k: v for k, v in result.items() if isinstance(v, int | float) and not k.startswith("reflection/")}
