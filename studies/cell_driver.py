@@ -18,7 +18,8 @@ docs/results/compare/export.py, plus eval_initial.json where the grid writes one
 header, so an unchanged cell stays byte-identical) and the report into ``<docs>/<part>/``, re-runs the study's
 analysis, re-renders the study's numbers blocks in the docs (``Study.doc_blocks``, scripts/doc_numbers.py) on every
 page that has no uncommitted edits, and commits exactly ``<docs>`` and those pages (``git commit -- <paths>``, never
-``git add -A``), retrying while another process holds the index lock. A page with uncommitted edits (someone is
+``git add -A``), retrying while another process holds the index lock; once it is committed, the cell's
+``checkpoint-*`` folders leave the run root (its final weights stay in ``model/``). A page with uncommitted edits (someone is
 writing it) is left alone and the commit message says so; its block is then re-rendered by the next cell, or by hand
 (``python scripts/doc_numbers.py --write --block NAME``). A part named ``""`` is a study of one grid whose ``--out``
 is the run root itself.
@@ -348,7 +349,19 @@ def finish(study: Study, root: Path, c: Cell, commit: Commit = git_commit) -> st
            f"{' (resumed from a checkpoint)' if done.get('resumed') else ''}; {n_done} of {len(study.planned(root))} "
            f"{study.cells_noun} done; {analysis}{rendered}")
     print(f"{time.strftime('%H:%M:%S')} {msg}: commit {commit((study.docs, *pages), msg)}", flush=True)
+    prune_checkpoints(run_dir(root, c))
     return msg
+
+
+def prune_checkpoints(d: Path) -> int:
+    """Remove a committed cell's ``checkpoint-*`` folders (a real-LM one is ~1.6 GB: weights and optimizer state;
+    the final weights stay in ``model/``, ``compare_done.json`` keeps the cell finished); returns the bytes freed.
+    Only after the commit: a cell that is not committed keeps what it needs to resume."""
+    freed = 0
+    for ck in sorted(d.glob("checkpoint-*")):
+        freed += sum(f.stat().st_size for f in ck.rglob("*") if f.is_file())
+        shutil.rmtree(ck)
+    return freed
 
 
 class Foreign(NamedTuple):

@@ -137,6 +137,8 @@ def test_finish_exports_analyses_and_commits_the_docs_folder(cd, study, tmp_path
                    "1 of 5 new cells done; analyze.py re-run")
     assert commits == [((study.docs,), msg)]  # no doc_blocks: the docs folder only
     assert (study.docs / "analysis.txt").read_text() == f"--runs {root} --out {study.docs}"
+    d = cd.run_dir(root, c)  # committed: its checkpoint is removed, the finished marker and the light files stay
+    assert not list(d.glob("checkpoint-*")) and (d / "compare_done.json").is_file() and (d / "eval.json").is_file()
 
 
 def test_a_failed_analysis_is_said_in_the_commit_not_called_a_re_run(cd, study, tmp_path: Path,
