@@ -24,8 +24,9 @@ writing it) is left alone and the commit message says so; its block is then re-r
 (``python scripts/doc_numbers.py --write --block NAME``). A part named ``""`` is a study of one grid whose ``--out``
 is the run root itself.
 
-A cell that another ``stare compare`` (one the driver did not start) is running is waited for, not started twice:
-the driver takes over, in order, once that process has finished it.
+A cell that another ``stare compare`` (one the driver did not start: a previous driver's, after a restart) is running
+is adopted, not started twice: it takes one of the ``--parallel`` slots, the next cells start beside it, and the
+driver commits it when that process ends (or starts it again from its checkpoint, if it ended unfinished).
 
 A block of the order may be conditional (``Block.when``): which of its cells run is decided when the driver reaches
 it, from the cells finished by then (e.g. a phase that runs only where a reference cell reached something). Until
@@ -364,6 +365,23 @@ def prune_checkpoints(d: Path) -> int:
     return freed
 
 
+def pid_alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+class Adopted:
+    """A cell's run that a foreign ``stare compare`` is doing, held in the driver's running list like its own
+    processes (``poll`` / ``returncode``): it takes one of the ``--parallel`` slots until that process ends."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and not pid_alive(self.pid):
+            self.returncode = 0  # not our child: its exit status is not ours to read; the done marker decides
+        return self.returncode
+
+
 class Foreign(NamedTuple):
     """A running ``stare compare`` the driver did not start: its pid, its --out (resolved) and its argv."""
 
@@ -487,8 +505,8 @@ def _expand(study: Study, root: Path, todo: list, running: list, waiting: list) 
 
 def _start_next(study: Study, root: Path, todo: list, running: list, parallel: int, commit: Commit,
                 waiting: list) -> None:
-    """Start cells from the head of ``todo`` while there is room; finish those already done; wait (in order) for a
-    cell that a foreign stare compare is running; decide a conditional block (:class:`Block`) when it is reached."""
+    """Start cells from the head of ``todo`` while there is room; finish those already done; adopt a cell that a
+    foreign stare compare is running (:class:`Adopted`); decide a conditional block (:class:`Block`) when it is reached."""
     while todo and len(running) < parallel and not (root / "STOP").exists():
         if isinstance(todo[0], Block):
             if not _expand(study, root, todo, running, waiting):
@@ -498,14 +516,14 @@ def _start_next(study: Study, root: Path, todo: list, running: list, parallel: i
         if (run_dir(root, c) / DONE).is_file():
             finish(study, root, todo.pop(0), commit)
             continue
-        pid = runner(root, c, foreign_runs(exclude={proc.pid for _, proc, _ in running}))
-        if pid:
-            if waiting != [c]:
-                waiting[:] = [c]
-                print(f"{time.strftime('%H:%M:%S')} waiting: pid {pid} (a stare compare this driver did not start) "
-                      f"is running {c.method}/seed{c.seed}{_where(c)}", flush=True)
-            return
+        pid = runner(root, c, foreign_runs(exclude={p.pid for _, p, _ in running if not isinstance(p, Adopted)}))
         todo.pop(0)
+        if pid:
+            running.append((c, Adopted(pid), time.time()))
+            print(f"{time.strftime('%H:%M:%S')} adopted: pid {pid} (a stare compare this driver did not start) is "
+                  f"running {c.method}/seed{c.seed}{_where(c)}; it takes a slot, and the cell is committed here when "
+                  f"that process ends", flush=True)
+            continue
         running.append((c, launch(study, root, c), time.time()))
         print(f"{time.strftime('%H:%M:%S')} start {c.method}/seed{c.seed}{_where(c)}", flush=True)
 
@@ -518,24 +536,34 @@ def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit) ->
     print(f"{time.strftime('%H:%M:%S')} {n_cells} of {len(study.cells())} cells to run in {root}"
           f"{f', and {n_blocks} blocks decided when reached' if n_blocks else ''}", flush=True)
     running: list[tuple[Cell, subprocess.Popen, float]] = []
-    waiting: list[Cell] = []
+    waiting: list[Block] = []
     while todo or running:
         _start_next(study, root, todo, running, parallel, commit, waiting)
         if (root / "STOP").exists() and not running:
             print(f"{time.strftime('%H:%M:%S')} STOP: {len(todo)} cells not started", flush=True)
             break
         time.sleep(10)
-        for item in list(running):
-            c, proc, t0 = item
-            if proc.poll() is None:
-                continue
-            running.remove(item)
-            if proc.returncode == 0 and (run_dir(root, c) / DONE).is_file():
-                finish(study, root, c, commit)
-            else:
-                print(f"{time.strftime('%H:%M:%S')} FAILED {c.method}/seed{c.seed} (exit {proc.returncode}) after "
-                      f"{time.time() - t0:.0f} s; log {root / 'logs'}", flush=True)
+        _reap(study, root, todo, running, commit)
     return 0
+
+
+def _reap(study: Study, root: Path, todo: list, running: list, commit: Commit) -> None:
+    """Finish (commit) the running cells whose process has ended with the cell done; a cell whose adopted process
+    ended without finishing it goes back to the head of ``todo`` (started again, it resumes from its checkpoint)."""
+    for item in list(running):
+        c, proc, t0 = item
+        if proc.poll() is None:
+            continue
+        running.remove(item)
+        if proc.returncode == 0 and (run_dir(root, c) / DONE).is_file():
+            finish(study, root, c, commit)
+        elif isinstance(proc, Adopted):
+            todo.insert(0, c)
+            print(f"{time.strftime('%H:%M:%S')} pid {proc.pid} ended without finishing {c.method}/seed{c.seed}"
+                  f"{_where(c)}; it is started again from its last checkpoint", flush=True)
+        else:
+            print(f"{time.strftime('%H:%M:%S')} FAILED {c.method}/seed{c.seed} (exit {proc.returncode}) after "
+                  f"{time.time() - t0:.0f} s; log {root / 'logs'}", flush=True)
 
 
 def main(study: Study, script: str, doc: str, argv: list[str] | None = None, commit: Commit = git_commit) -> int:

@@ -156,27 +156,46 @@ def test_a_failed_analysis_is_said_in_the_commit_not_called_a_re_run(cd, study, 
     assert commits == [((study.docs,), msg)]
 
 
-def test_the_driver_waits_for_a_foreign_run_then_takes_over(cd, study, tmp_path: Path, monkeypatch) -> None:
+def test_a_foreign_run_is_adopted_the_next_cell_starts_beside_it_and_its_end_is_committed(cd, study, tmp_path: Path,
+                                                                                         monkeypatch) -> None:
+    root = tmp_path / "runs"
+    first, second, third = study.cells()[:3]
+    _fake_cell(cd, root, first, done=False)
+    foreign = cd.Foreign(9, (root / first.part).resolve(),
+                         ["stare", "compare", "--out", "x", "--methods", first.method, "--seeds", str(first.seed)])
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [foreign])
+    monkeypatch.setattr(cd, "pid_alive", lambda pid: True)
+    launched: list = []
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: launched.append(c) or type("P", (), {"pid": 100 + len(launched),
+                                                                                           "poll": lambda self: None})())
+    todo, running, waiting = study.cells(), [], []
+    cd._start_next(study, root, todo, running, 2, lambda f, m: "", waiting)
+    assert [c for c, _, _ in running] == [first, second] and launched == [second]  # adopted + one started beside it
+    assert isinstance(running[0][1], cd.Adopted) and running[0][1].pid == 9 and todo[0] == third
+    cd._reap(study, root, todo, running, lambda f, m: "")
+    assert len(running) == 2  # both still running: nothing committed, nothing requeued
+    # the foreign process ends with the cell done: this driver commits it
+    (cd.run_dir(root, first) / "compare_done.json").write_text(json.dumps({"wall_s": 10.0}))
+    monkeypatch.setattr(cd, "pid_alive", lambda pid: False)
+    monkeypatch.setattr(cd, "refresh_report", lambda *a: None)
+    commits: list[str] = []
+    cd._reap(study, root, todo, running, lambda f, m: commits.append(m) or "")
+    assert len(commits) == 1 and f"{first.method}/seed{first.seed} (a grid)" in commits[0]
+    assert [c for c, _, _ in running] == [second] and todo[0] == third
+    (root / "STOP").touch()
+    cd._start_next(study, root, todo, running, 3, lambda f, m: "", waiting)
+    assert todo[0] == third and launched == [second]  # STOP: nothing new starts
+
+
+def test_an_adopted_run_that_ends_unfinished_goes_back_to_the_head_of_the_queue(cd, study, tmp_path: Path,
+                                                                              monkeypatch) -> None:
     root = tmp_path / "runs"
     first = study.cells()[0]
     _fake_cell(cd, root, first, done=False)
-    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [cd.Foreign(9, (root / "a").resolve(), ["stare"])])
-    monkeypatch.setattr(cd, "launch", lambda *a: pytest.fail("started a cell a foreign run is running"))
-    todo, running, waiting = study.cells(), [], []
-    cd._start_next(study, root, todo, running, 2, lambda f, m: "", waiting)
-    assert waiting == [first] and todo[0] == first and not running
-    # the foreign run finishes the cell: the driver commits it and starts the next one
-    (cd.run_dir(root, first) / "compare_done.json").write_text(json.dumps({"wall_s": 10.0}))
-    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [])
-    monkeypatch.setattr(cd, "refresh_report", lambda *a: None)
-    monkeypatch.setattr(cd, "launch", lambda s, r, c: type("P", (), {"pid": 1})())
-    commits: list[str] = []
-    cd._start_next(study, root, todo, running, 1, lambda f, m: commits.append(m) or "", waiting)
-    assert len(commits) == 1 and "grpo/seed0 (a grid)" in commits[0]
-    assert [c for c, _, _ in running] == [study.cells()[1]] and todo == study.cells()[2:]
-    (root / "STOP").touch()
-    cd._start_next(study, root, todo, [], 2, lambda f, m: "", waiting)
-    assert todo == study.cells()[2:]  # STOP: nothing new starts
+    monkeypatch.setattr(cd, "pid_alive", lambda pid: False)  # killed: no done marker
+    todo, running = study.cells()[1:], [(first, cd.Adopted(9), 0.0)]
+    cd._reap(study, root, todo, running, lambda f, m: pytest.fail("committed an unfinished cell"))
+    assert not running and todo == study.cells()  # started again next, from its checkpoint
 
 
 def test_the_doc_blocks_are_re_rendered_on_pages_nobody_is_editing(cd, study, tmp_path: Path, monkeypatch) -> None:
