@@ -14,6 +14,7 @@ import dataclasses
 import math
 import os
 import random
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -225,6 +226,50 @@ def check_number_answers(rows: Sequence[dict[str, Any]], where: Sequence[str], w
             f"{what}: the answer of {_named(bad, where)} ({where[bad[0]]}: {rows[bad[0]]['answer']!r}) is not a "
             "number, so reward=number could never score it; fix the answers or use reward=math"
         )
+
+
+GB = 2**30
+
+
+def checkpoint_bytes(model: Any) -> tuple[int, int]:
+    """What one checkpoint of ``model`` holds, roughly: (weights as saved, weights + Adam's two moments of every
+    trainable parameter). A PEFT model saves its adapter only."""
+    params = list(model.parameters())
+    trainable = sum(p.numel() * p.element_size() for p in params if p.requires_grad)
+    weights = trainable if hasattr(model, "peft_config") else sum(p.numel() * p.element_size() for p in params)
+    return weights, weights + 2 * trainable
+
+
+def free_bytes(path: Path) -> int:
+    return shutil.disk_usage(path).free
+
+
+def disk_warning(model: Any, grpo: Any, output_dir: str) -> str | None:
+    """Warn, before training, when ``output_dir``'s disk has less free space than the run will write: the
+    checkpoints kept at once (``save_total_limit``, plus the one written before an older one is rotated away) and
+    the final model. Not an error: the estimate is rough, and a run stopped by a full disk resumes from its last
+    complete checkpoint."""
+    weights, per_checkpoint = checkpoint_bytes(model)
+    strategy = str(getattr(grpo.save_strategy, "value", grpo.save_strategy))
+    n_saves = 0
+    if strategy == "steps":
+        steps = grpo.save_steps if grpo.save_steps >= 1 else grpo.save_steps * max(grpo.max_steps, 1)
+        n_saves = max(grpo.max_steps, 1) // max(int(steps), 1) if grpo.max_steps > 0 else 1
+    elif strategy in ("epoch", "best"):
+        n_saves = max(int(math.ceil(grpo.num_train_epochs)), 1)
+    kept = n_saves if grpo.save_total_limit is None else min(n_saves, grpo.save_total_limit + 1)
+    need = kept * per_checkpoint + weights
+    anchor = Path(output_dir).expanduser()
+    while not anchor.exists():
+        anchor = anchor.parent
+    free = free_bytes(anchor)
+    if free >= need:
+        return None
+    return (f"output_dir={output_dir!r}: {free / GB:.1f} GB free on its disk, and this run writes about "
+            f"{need / GB:.1f} GB ({kept} checkpoint(s) of ~{per_checkpoint / GB:.2f} GB, weights and optimizer "
+            f"state, at once, and the final model of ~{weights / GB:.2f} GB); free space, or lower save_total_limit "
+            "or raise save_steps. A run stopped by a full disk resumes from its last complete checkpoint "
+            "(--resume_from_checkpoint last)")
 
 
 def held_out_split(rows: list[dict[str, Any]], eval_size: int, seed: int) -> tuple[list, list]:

@@ -48,6 +48,7 @@ from stare_rl.io.runlog import (
     write_text_atomic,
 )
 from stare_rl.tasks import is_tool_task
+from stare_rl.train.checks import disk_warning
 from stare_rl.train.eval_cache import cached_evaluation, eval_key
 from stare_rl.train.model_card import model_card
 from stare_rl.train.plan import plan_run
@@ -216,6 +217,9 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         callbacks=[watch, *_curve_callbacks(prep, tokenizer)],  # curve before the metrics.jsonl writer
         **extra,
     )
+    short = disk_warning(trainer.model, grpo, grpo.output_dir)
+    if short:
+        logger.warning("stare train: warning: %s", short)
     before, before_path = None, layout.root / INITIAL_EVAL_FILE
     if ta.initial_eval and ta.final_eval and prep.resume is None:
         cache = cache_dir(ta.cache_dir) if ta.initial_eval_cache else None
