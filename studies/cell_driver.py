@@ -516,14 +516,9 @@ def _start_next(study: Study, root: Path, todo: list, running: list, parallel: i
         if (run_dir(root, c) / DONE).is_file():
             finish(study, root, todo.pop(0), commit)
             continue
-        pid = runner(root, c, foreign_runs(exclude={p.pid for _, p, _ in running if not isinstance(p, Adopted)}))
-        todo.pop(0)
-        if pid:
-            running.append((c, Adopted(pid), time.time()))
-            print(f"{time.strftime('%H:%M:%S')} adopted: pid {pid} (a stare compare this driver did not start) is "
-                  f"running {c.method}/seed{c.seed}{_where(c)}; it takes a slot, and the cell is committed here when "
-                  f"that process ends", flush=True)
+        if _adopt_running(root, todo, running):  # a foreign run started since the last look: it takes a slot
             continue
+        todo.pop(0)
         running.append((c, launch(study, root, c), time.time()))
         print(f"{time.strftime('%H:%M:%S')} start {c.method}/seed{c.seed}{_where(c)}", flush=True)
 
@@ -535,8 +530,9 @@ def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit) ->
     n_cells, n_blocks = sum(isinstance(x, Cell) for x in todo), sum(isinstance(x, Block) for x in todo)
     print(f"{time.strftime('%H:%M:%S')} {n_cells} of {len(study.cells())} cells to run in {root}"
           f"{f', and {n_blocks} blocks decided when reached' if n_blocks else ''}", flush=True)
-    running: list[tuple[Cell, subprocess.Popen, float]] = []
+    running: list[tuple[Cell, subprocess.Popen | Adopted, float]] = []
     waiting: list[Block] = []
+    _adopt_running(root, todo, running)  # even under STOP: they run already, and are committed when they end
     while todo or running:
         _start_next(study, root, todo, running, parallel, commit, waiting)
         if (root / "STOP").exists() and not running:
@@ -545,6 +541,23 @@ def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit) ->
         time.sleep(10)
         _reap(study, root, todo, running, commit)
     return 0
+
+
+def _adopt_running(root: Path, todo: list, running: list) -> int:
+    """Move every queued cell that a foreign ``stare compare`` is running into ``running`` (:class:`Adopted`);
+    returns how many."""
+    procs = foreign_runs(exclude={p.pid for _, p, _ in running if not isinstance(p, Adopted)})
+    adopted = 0
+    for c in [x for x in todo if isinstance(x, Cell)]:
+        pid = runner(root, c, procs)
+        if pid:
+            todo.remove(c)
+            running.append((c, Adopted(pid), time.time()))
+            print(f"{time.strftime('%H:%M:%S')} adopted: pid {pid} (a stare compare this driver did not start) is "
+                  f"running {c.method}/seed{c.seed}{_where(c)}; the cell is committed here when that process ends",
+                  flush=True)
+            adopted += 1
+    return adopted
 
 
 def _reap(study: Study, root: Path, todo: list, running: list, commit: Commit) -> None:

@@ -187,6 +187,31 @@ def test_a_foreign_run_is_adopted_the_next_cell_starts_beside_it_and_its_end_is_
     assert todo[0] == third and launched == [second]  # STOP: nothing new starts
 
 
+def test_under_stop_a_restarted_driver_still_adopts_and_commits_the_running_cell(cd, study, tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    root = tmp_path / "runs"
+    first = study.cells()[0]
+    _fake_cell(cd, root, first, done=False)
+    (root / "STOP").touch()
+    foreign = cd.Foreign(9, (root / first.part).resolve(),
+                         ["stare", "compare", "--out", "x", "--methods", first.method, "--seeds", str(first.seed)])
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [foreign])
+    monkeypatch.setattr(cd, "launch", lambda *a: pytest.fail("started a cell under STOP"))
+    monkeypatch.setattr(cd, "refresh_report", lambda *a: None)
+    ticks = iter(range(100))
+
+    def sleep(_s):  # the foreign process finishes the cell after two polls
+        if next(ticks) == 1:
+            (cd.run_dir(root, first) / "compare_done.json").write_text(json.dumps({"wall_s": 10.0}))
+            monkeypatch.setattr(cd, "pid_alive", lambda pid: False)
+
+    monkeypatch.setattr(cd, "pid_alive", lambda pid: True)
+    monkeypatch.setattr(cd.time, "sleep", sleep)
+    commits: list[str] = []
+    assert cd.run(study, root, 1, commit=lambda f, m: commits.append(m) or "") == 0
+    assert len(commits) == 1 and f"{first.method}/seed{first.seed} (a grid)" in commits[0]
+
+
 def test_an_adopted_run_that_ends_unfinished_goes_back_to_the_head_of_the_queue(cd, study, tmp_path: Path,
                                                                               monkeypatch) -> None:
     root = tmp_path / "runs"
