@@ -271,7 +271,8 @@ def _without_wall_time(obj: object) -> object:
 
 @pytest.mark.slow
 def test_smoke_grid_end_to_end_then_resume_skips_finished(
-    tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture
 ) -> None:
     pytest.importorskip("trl")
     from stare_rl.compare import run as compare
@@ -280,11 +281,13 @@ def test_smoke_grid_end_to_end_then_resume_skips_finished(
     data["base"]["model"] = str(tiny_model_dir)
     data["base"]["cache_dir"] = str(tmp_path / "cache")
     data["target_entropy"] = 100.0  # gate always on for the STARE cell
+    data["base"]["initial_eval"] = True  # the cells evaluate their start: the reference reads that back
     cfg = tmp_path / "grid.yaml"
     cfg.write_text(yaml.safe_dump(data))
     out = tmp_path / "out"
     assert compare.main(["--config", str(cfg), "--smoke", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
+    assert "a cell's evaluation of the same start, cached" in caplog.text
     assert "[1/2] done" in printed and "[2/2] done" in printed
     for method in ("grpo", "stare_o1"):
         run = out / "runs" / method / "seed0"
@@ -301,6 +304,9 @@ def test_smoke_grid_end_to_end_then_resume_skips_finished(
     assert all(m["metrics"]["pass@k"] is not None and m["seeds"] == 1 for m in results["methods"])
     ref = json.loads((out / "reference" / "warm_start" / "seed0" / "eval.json").read_text())
     assert ref["n"] == 8 and ref["k"] == 2 and ref["model"] == str(tiny_model_dir)
+    # the reference is stare train's evaluation of the same start on the same seed: the cells' initial evaluation
+    start = json.loads((out / "runs" / "grpo" / "seed0" / "eval_initial.json").read_text())
+    assert {k: v for k, v in ref.items() if k != "model"} == start
     assert results["methods"][0]["metrics"]["entropy_final"] is None  # no training metrics for the reference
     assert (out / "report" / "report.html").is_file() and (out / "report" / "entropy.png").stat().st_size > 0
     info = json.loads((out / "compare_run.json").read_text())

@@ -172,7 +172,8 @@ def test_stare_compare_on_the_real_lm_by_name_scores_the_cells_against_the_start
     grid = {"out": str(tmp_path / "grid"), "seeds": [0], "parallel": 1,
             "base": {"model": NAME, "task": "chat_arithmetic", "max_steps": 1, "save_steps": 1,
                      "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
-                     "train_size": 8, "eval_size": 2, "eval_k": 2, "torch_threads": 1, "report_to": "none"},
+                     "train_size": 8, "eval_size": 2, "eval_k": 2, "torch_threads": 1, "report_to": "none",
+                     "initial_eval": True},
             "methods": {"grpo": {"method": "vanilla"}}}
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
     proc = subprocess.run([sys.executable, "-m", "stare_rl.cli", "compare", "--config", str(tmp_path / "grid.yaml")],
@@ -181,6 +182,10 @@ def test_stare_compare_on_the_real_lm_by_name_scores_the_cells_against_the_start
     reference = json.loads((tmp_path / "grid" / "reference" / "warm_start" / "seed0" / "eval.json").read_text())
     assert reference["model"] == str(real_lm) and reference["n"] == 2
     assert (tmp_path / "grid" / "runs" / "grpo" / "seed0" / "eval.json").is_file()
+    # the reference is the cell's own evaluation of its start, read back from the cache
+    start = json.loads((tmp_path / "grid" / "runs" / "grpo" / "seed0" / "eval_initial.json").read_text())
+    assert {k: v for k, v in reference.items() if k != "model"} == start
+    assert "a cell's evaluation of the same start, cached" in proc.stdout + proc.stderr
 
 
 def test_a_users_trl_script_with_lora_trains_only_the_adapter(real_lm: Path, tmp_path: Path) -> None:

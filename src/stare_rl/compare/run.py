@@ -53,15 +53,14 @@ from stare_rl.compare.grid import (
     run_metrics,
     scored_target,
 )
-from stare_rl.evaluation import heldout
 from stare_rl.io.cache import cache_dir
 from stare_rl.io.process import PARENT_PID_ENV
 from stare_rl.io.runlog import write_json_atomic, write_text_atomic
 from stare_rl.models.pretrained import resolve_model
 from stare_rl.train import warmstart
 from stare_rl.train.plan import plan_run
-from stare_rl.train.prepare import prepare
-from stare_rl.train.run import torch_threads
+from stare_rl.train.prepare import load_model, prepare
+from stare_rl.train.run import evaluate_policy, torch_threads
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +217,9 @@ def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
     """Evaluate the shared starting model on each seed's held-out prompts, exactly as ``stare train`` evaluates.
 
     Uses the first method's plan (the grid gives every method the same model, task and evaluation); the result
-    per seed is cached in ``<out>/reference/warm_start/seed<N>/eval.json``.
+    per seed is kept in ``<out>/reference/warm_start/seed<N>/eval.json``. It is ``stare train``'s own evaluation
+    (:func:`stare_rl.train.run.evaluate_policy`, tools included), so with ``initial_eval_cache`` (the default) a
+    cell's evaluation of the same start on the same seed is read back instead of computed again.
     """
     plan0 = plans[next(iter(grid.methods))]
     out: dict[int, Path] = {}
@@ -233,12 +234,15 @@ def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
         prep = prepare(plan)
         ta, grpo = plan.task_args, plan.grpo
         model_path = _starting_model(plan)
-        result = heldout.evaluate(model_path, None, prep.eval_rows, prep.reward_fn, k=ta.eval_k,
-                                  temperature=grpo.temperature, top_p=grpo.top_p,
-                                  max_new_tokens=grpo.max_completion_length, seed=seed, progress=False)
+        model, tokenizer = (prep.model, prep.tokenizer) if prep.model is not None else \
+            load_model(model_path, grpo.model_init_kwargs)
+        with torch_threads(ta.torch_threads or 1):  # as the cells evaluate (OMP_NUM_THREADS=1), and key the cache
+            result, hit = evaluate_policy(prep, model, tokenizer,
+                                          cache_dir(ta.cache_dir) if ta.initial_eval_cache else None)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, {"model": model_path, **result})
-        logger.info("reference: starting model on seed %d's held-out prompts: avg@%d %.3f, pass@%d %.3f", seed,
+        logger.info("reference: starting model on seed %d's held-out prompts%s: avg@%d %.3f, pass@%d %.3f", seed,
+                    f" (a cell's evaluation of the same start, cached: {hit})" if hit else "",
                     ta.eval_k, result[f"avg@{ta.eval_k}"], ta.eval_k, result[f"pass@{ta.eval_k}"])
     return out
 

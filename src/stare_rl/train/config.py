@@ -87,7 +87,7 @@ class ModelTaskArgs:
         default=True,
         metadata={"help": "Reuse an identical earlier initial_eval from the cache (<cache>/evals/): the same weights, "
                   "tokenizer, held-out rows, reward and sampling settings, versions and kernel pins, e.g. every cell of a "
-                  "stare compare grid with one seed. The evaluation is deterministic, so the result is the same; false: "
+                  "stare compare grid with one seed, and that grid's reference evaluation of its starting model. The evaluation is deterministic, so the result is the same; false: "
                   "always evaluate."},
     )
     cache_dir: str | None = field(

@@ -165,8 +165,20 @@ def torch_threads(n: int | None) -> Iterator[None]:
 
 def _evaluate(prep: Prepared, model: Any, tokenizer: Any, out: Path, label: str, cache: Path | None = None
               ) -> dict[str, Any]:
-    """Evaluate ``model`` on the held-out rows into ``out``; with ``cache``, read an identical earlier evaluation
-    from it instead (train/eval_cache.py: keyed on the weights, tokenizer, rows, reward and every setting)."""
+    """Evaluate ``model`` on the held-out rows into ``out`` (:func:`evaluate_policy`), and log it."""
+    result, hit = evaluate_policy(prep, model, tokenizer, cache)
+    write_json_atomic(out, result)
+    shown = {k: v for k, v in result.items() if isinstance(v, int | float) and not k.startswith("reflection/")}
+    logger.info("%s%s: %s", label, f" (the same evaluation, cached: {hit})" if hit else "", json.dumps(shown))
+    return result
+
+
+def evaluate_policy(prep: Prepared, model: Any, tokenizer: Any, cache: Path | None = None
+                    ) -> tuple[dict[str, Any], Path | None]:
+    """``model`` on the run's held-out rows, as ``stare train`` evaluates it (the task's tools where it has them);
+    with ``cache``, an identical earlier evaluation is read from it instead (train/eval_cache.py: keyed on the
+    weights, tokenizer, rows, reward and every setting). Returns the result and the cache file it came from (None:
+    computed). ``stare compare``'s reference evaluation of the starting model calls it too."""
     ta, grpo = prep.plan.task_args, prep.plan.grpo
     tools = is_tool_run(prep.task, ta)
 
@@ -189,10 +201,7 @@ def _evaluate(prep: Prepared, model: Any, tokenizer: Any, out: Path, label: str,
         key = eval_key(model, tokenizer, prep.eval_rows, prep.reward_fn, settings,
                        code=(evaluate_tool_task if tools else heldout, prep.reward_fn))
         result, hit = cached_evaluation(cache, key, run)
-    write_json_atomic(out, result)
-    shown = {k: v for k, v in result.items() if isinstance(v, int | float) and not k.startswith("reflection/")}
-    logger.info("%s%s: %s", label, f" (the same evaluation, cached: {hit})" if hit else "", json.dumps(shown))
-    return result
+    return result, hit
 
 
 def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any) -> str | None:
