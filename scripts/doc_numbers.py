@@ -150,8 +150,22 @@ def render_headline() -> str:
         f"{round(kb['share_a_higher'] * kb['n'])} of {kb['n']} seeds), pass@1\n"
         f"{_c10_pair(c10, 'stare_auto_t03 - entropy_bonus_t03', 'pass@1')}. At 0.5x and 0.7x the frontier's bonus "
         f"sat at this project's cap `bonus_coef_max` = 0.01\n(not TRL's 1.0) on {min(cap05)}-{max(cap05)} and "
-        f"{min(cap07)}-{max(cap07)} of the 1 000 steps of every seed; its re-runs at TRL's bound are under way."
+        f"{min(cap07)}-{max(cap07)} of the 1 000 steps of every seed; {_fair_rerun(c10)}"
     )
+
+
+def _fair_rerun(c10: dict) -> str:
+    """The headline's last clause: the fair rival cells (the bonus at TRL's bound, EntroPIC's raised gains) while
+    they run, then what they reached and H1 restated with them, from the same confirm10.json."""
+    points = c10["restated_h1"]["points"]
+    fair = {m: p for m, p in points.items() if m.startswith(("entropy_bonus_trl", "entropic_hg"))}
+    if any(p["n"] < 3 for p in fair.values()):
+        done = sum(p["n"] for p in fair.values())
+        return f"its re-runs at TRL's bound are under way ({done} of {3 * len(fair)} fair rival cells finished)."
+    r05, r07 = points["entropy_bonus_trl_t05"]["reached"], points["entropy_bonus_trl_t07"]["reached"]
+    h1 = "; ".join(f"{spec} {h['text'].split(':')[0]}" for spec, h in c10["restated_h1"]["H1"].items())
+    return (f"re-run at TRL's\nbound 1.0 (3 seeds) it ended at {r05:.2f} and {r07:.2f} of those targets. H1 (STARE "
+            f"cheapest at each matched target),\nrestated with it and EntroPIC at raised gains: {h1}.")
 
 
 def render_confirm10() -> str:
