@@ -573,7 +573,7 @@ def _reap(study: Study, root: Path, todo: list, running: list, commit: Commit) -
         elif isinstance(proc, Adopted):
             todo.insert(0, c)
             print(f"{time.strftime('%H:%M:%S')} pid {proc.pid} ended without finishing {c.method}/seed{c.seed}"
-                  f"{_where(c)}; it is started again from its last checkpoint", flush=True)
+                  f"{_where(c)}; it is back in the queue (started again, it resumes from its last checkpoint)", flush=True)
         else:
             print(f"{time.strftime('%H:%M:%S')} FAILED {c.method}/seed{c.seed} (exit {proc.returncode}) after "
                   f"{time.time() - t0:.0f} s; log {root / 'logs'}", flush=True)
