@@ -242,3 +242,26 @@ def test_a_cached_initial_evaluation_changes_nothing_after_it_on_cuda(tiny_model
         for key in ("loss", "actor/entropy", "rewards/reward/mean", "actor/grad_norm"):
             if key in a:
                 assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
+
+
+@pytest.mark.slow
+def test_stare_compare_on_cuda_reads_its_reference_from_the_cells_evaluation(tiny_model_dir: Path,
+                                                                            tmp_path: Path) -> None:
+    """``stare compare`` on a GPU: the reference evaluation of the starting model runs where the cells' trainer puts
+    the model, so it is the cell's own evaluation of its start, read back from the eval cache."""
+    pytest.importorskip("trl")
+    import yaml
+
+    from stare_rl.compare import run as compare
+
+    grid = {"out": str(tmp_path / "grid"), "seeds": [0], "parallel": 1,
+            "base": {"model": str(tiny_model_dir), "max_steps": 1, "save_steps": 1, "per_device_train_batch_size": 8,
+                     "num_generations": 4, "train_size": 16, "eval_size": 8, "eval_k": 2, "initial_eval": True,
+                     "cache_dir": str(tmp_path / "cache"), "report_to": "none"},
+            "methods": {"grpo": {"method": "vanilla"}}}
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    assert compare.main(["--config", str(tmp_path / "grid.yaml")]) == 0
+    reference = json.loads((tmp_path / "grid" / "reference" / "warm_start" / "seed0" / "eval.json").read_text())
+    start = json.loads((tmp_path / "grid" / "runs" / "grpo" / "seed0" / "eval_initial.json").read_text())
+    assert {k: v for k, v in reference.items() if k != "model"} == start
+    assert len(list((tmp_path / "cache" / "evals").iterdir())) == 1  # one evaluation: the reference read it back

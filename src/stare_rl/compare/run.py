@@ -33,6 +33,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import torch
 import yaml
 
 from stare_rl.analysis.plots import ENTROPY_KEYS, pick_key
@@ -236,6 +237,8 @@ def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
         model_path = _starting_model(plan)
         model, tokenizer = (prep.model, prep.tokenizer) if prep.model is not None else \
             load_model(model_path, grpo.model_init_kwargs)
+        if torch.cuda.is_available() and not grpo.use_cpu:  # where the cells' trainer puts it
+            model = model.to("cuda")
         with torch_threads(ta.torch_threads or 1):  # as the cells evaluate (OMP_NUM_THREADS=1), and key the cache
             result, hit = evaluate_policy(prep, model, tokenizer,
                                           cache_dir(ta.cache_dir) if ta.initial_eval_cache else None)
