@@ -31,7 +31,8 @@ STUDY = Study(
     grids={"main": HERE / "grid_main.yaml", "fair": HERE / "grid_fair.yaml"},
     order=(Block("main", (3, 4, 5, 6, 7, 8, 9), ("grpo", "stare_auto_t03", "entropy_bonus_t03")),
            Block("fair", (0, 1, 2), ("entropy_bonus_trl_t05", "entropy_bonus_trl_t07", "entropic_hg_t03",
-                                     "entropic_hg_t05", "entropic_hg_t07"))),
+                                     "entropic_hg_t05", "entropic_hg_t07")),
+           Block("fair", (0, 1, 2), ("entropy_bonus_trl_t03",))),  # the amendment, after the registered cells
     docs=ROOT / "docs" / "results" / "confirm10",
     analyze=HERE / "analyze.py",
     run_root=Path("/work/runs/confirm10"),

@@ -45,9 +45,10 @@ def test_grids_use_the_frontiers_base_and_headline_methods() -> None:
 
 def test_driver_order_is_the_registered_one() -> None:
     cells = _load("run_cells").cells()
-    assert len(cells) == 21 + 15
+    assert len(cells) == 21 + 15 + 3  # + the amendment's 0.3x bonus at TRL's bound, seeds 0-2, last
     assert cells[:3] == [("main", "grpo", 3), ("main", "stare_auto_t03", 3), ("main", "entropy_bonus_t03", 3)]
     assert all(p == "main" for p, _, _ in cells[:21]) and all(p == "fair" for p, _, _ in cells[21:])
+    assert cells[-3:] == [("fair", "entropy_bonus_trl_t03", s) for s in (0, 1, 2)]
 
 
 def test_seeds_0_2_reproduce_the_frontiers_committed_numbers(result) -> None:
