@@ -64,7 +64,7 @@ def test_the_registered_orders(cd) -> None:
     assert real_lm.docs.parts[-2:] == ("results", "real_lm_grid") and real_lm.pins == cd.KERNEL_PINS
     assert "STARE_RL_CACHE" in real_lm.needs_env
     confirm10 = _load(STUDIES / "confirm10" / "run_cells.py", "confirm10_run_cells").STUDY
-    assert confirm10.parallel == 2 and confirm10.analyze_args == () and len(confirm10.cells()) == 36
+    assert confirm10.parallel == 2 and confirm10.analyze_args == () and len(confirm10.cells()) == 39  # 21 + 15 + the amendment's 3
     assert {p.name for p in cd.block_pages(confirm10.doc_blocks).values()} == {"compare.md", "README.md", "evidence.md"}
 
 
