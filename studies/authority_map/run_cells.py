@@ -6,9 +6,9 @@
     python studies/authority_map/run_cells.py --status      # + steps logged, checkpoints, seconds per step so far
     touch /work/runs/authority_map/STOP                      # start no new cell (running ones finish and are committed)
 
-Order (studies/authority_map/HYPOTHESES.md, "Phases"), seed 0 first: phase A of the three grids (arithmetic,
-countdown, countdown_cot; per width in the grid's order GRPO, C2 at 0.7x, stare_sensitivity at 0.7x); then phase B
-(both with auto_fallback bonus at 0.7x); then phase C (0.5x, both, without and with the fallback) at each task and
+Order (studies/authority_map/HYPOTHESES.md, "Phases" and its run-order deviation of 2026-11-27), seed 0 first: per
+task (arithmetic, countdown, countdown_cot), phase A (per width in the grid's order GRPO, C2 at 0.7x,
+stare_sensitivity at 0.7x), then that task's phase B (both with auto_fallback bonus at 0.7x); then phase C (0.5x, both, without and with the fallback) at each task and
 width, decided when the driver reaches it: its cells are queued only once that width's GRPO cell has finished and
 rule R holds on it (GRPO's centred 21-step mean batch entropy at or below 0.5x of its start on some step); then
 seeds 1 and 2 of the cells rule S selects from seed 0 (a rolling band in [80, 90) %, or a pair's d in [15, 25)
@@ -97,12 +97,12 @@ def _cache() -> Path | None:
 
 
 def order() -> tuple[Block, ...]:
-    a = tuple(Block(t, (0,), methods(t, "A")) for t in TASKS)
-    b = tuple(Block(t, (0,), methods(t, "B")) for t in TASKS)
+    # per task, phase A then its phase B (the deviation of 2026-11-27 in HYPOTHESES.md: a task's pairs complete first)
+    ab = tuple(Block(t, (0,), methods(t, phase)) for t in TASKS for phase in ("A", "B"))
     c = tuple(Block(t, (0,), methods(t, "C", w), phase_c(t, w)) for t in TASKS for w in widths(t))
     s = tuple(Block(t, (1, 2), tuple(m for m, x in slots(t).items() if x.actuator != REFERENCE), seeds_s(t))
               for t in TASKS)
-    return a + b + c + s
+    return ab + c + s
 
 
 # Study's defaults: the frontier's kernel pins (KERNEL_PINS) and two cells at a time

@@ -206,9 +206,11 @@ def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -
     cd = rc.cell_driver  # the driver module run_cells' blocks were built with
     study = rc.STUDY
     static = [c for b in study.order if b.when is None for c in b.cells()]
-    assert len(static) == 45 and all(c.seed == 0 for c in static)  # phase A (27), then phase B (18)
+    assert len(static) == 45 and all(c.seed == 0 for c in static)  # per task: phase A (9), then its phase B (6)
     assert [c.method for c in static[:3]] == ["grpo_h64", "c2_t07_h64", "sens_t07_h64"]
-    assert static[27].method == "c2_t07_fb_h64" and study.parallel == 2 and "STARE_RL_CACHE" in study.needs_env
+    assert [(c.part, c.method) for c in (static[8], static[9], static[15])] == [
+        ("arithmetic", "sens_t07_h256"), ("arithmetic", "c2_t07_fb_h64"), ("countdown", "grpo_h128")]
+    assert study.parallel == 2 and "STARE_RL_CACHE" in study.needs_env
     assert study.pins == cd.KERNEL_PINS and study.analyze_args == ("--runs", "{run_root}", "--out", "{docs}")
     block = next(b for b in study.order if b.when is not None and b.part == "arithmetic" and "c2_t05_h64" in b.methods)
     root = tmp_path / "runs"
