@@ -935,6 +935,50 @@ def render_auto_fallback() -> str:
     return "\n".join(lines)
 
 
+def _span(values: list[float], fmt: str = "{:.1f}") -> str:
+    """``a`` for one value, ``a to b`` for several (min to max)."""
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)} to {fmt.format(hi)}"
+
+
+def render_authority_map() -> str:
+    """README "Which setting to start with": what the authority map (studies/authority_map, issue #46) supports so
+    far, from ``docs/results/authority_map/authority_map.json``: per task, the selection-alone cells that hold their
+    target (rule H) and their rolling band; the pairs with the fallback (rule F) and rule D's reading."""
+    a = _load("authority_map/authority_map.json")
+    rules = a["rules"]
+    lines = [f"The authority map so far (issue #46, pre-registered; seed 0, {a['n_seed0_finished']} of "
+             f"{a['n_seed0_cells']} cells; [its table](docs/results/authority_map/authority_map.md)):"]
+    for task, t in a["tasks"].items():
+        alone = [(name, c) for name, c in t["cells"].items() if c["state"] == "finished" and c["scored"]
+                 and c["slot"]["actuator"] != "grpo" and c["slot"]["fallback"] == "none"]
+        if not alone:
+            continue
+        widths = sorted({c["slot"]["width"] for _, c in alone})
+        targets = sorted({c["slot"]["target"] for _, c in alone}, reverse=True)
+        holds = [n for n, _ in alone if rules["H"][f"{task}/{n}"]["verdict"] == "holds"]
+        band = [100 * c["reading"]["rolling"] for _, c in alone]
+        text = (f"- `{task}` (hidden {', '.join(map(str, widths))}; target {', '.join(targets)}): the selection alone "
+                f"(C2 or `stare_sensitivity`, `auto`) kept the 21-step mean of the batch entropy within ±10 % of its "
+                f"target on ≥ 90 % of steps in {len(holds)} of {len(alone)} cells ({_span(band)} % of steps)")
+        pairs = [f for k, f in rules["F"].items() if k.startswith(f"{task} ") and f["verdict"] != "not run yet"]
+        if pairs:
+            withb = [100 * t["cells"][f["with"].split("/", 1)[1]]["reading"]["rolling"] for f in pairs]
+            held = sum(bool(f["with_fallback_holds"]) for f in pairs)
+            rescued = sum(f["verdict"] == "rescues" for f in pairs)
+            text += (f"; with `auto_fallback: bonus`, in {len(pairs)} of those pairs: {_span(withb)} % "
+                     f"(held in {held}, rescued by rule F in {rescued}), at a pass@1 change of "
+                     f"{_span([f['d_pass@1_points'] for f in pairs], '{:+.1f}')} points and pass@8 "
+                     f"{_span([f['d_pass@k_points'] for f in pairs], '{:+.1f}')}")
+        lines.append(text + ".")
+    d = rules["D"]
+    lines.append(f"- Rule D (`auto_fallback`'s default){' so far' if d['provisional'] else ''}: **{d['verdict']}**, on "
+                 f"{d['pairs_measured']} of {d['pairs_planned']} pairs: the fallback rescues {len(d['rescued'])} of the "
+                 f"{len(d['misses'])} where the selection alone misses, and costs {len(d['costs'])} of the "
+                 f"{len(d['selection_holds'])} where it holds (`bonus` needs ≥ 3 misses, ≥ 2/3 rescued, no cost).")
+    return "\n".join(lines)
+
+
 def _gpu_losses(name: str, folder: str = "gpu_h200") -> dict[str, list[float]]:
     """One ``bench_losses.py`` table under ``folder``: method -> [median ms, min ms, x median, x min, x per-round,
     peak MiB, x peak]."""
@@ -1162,6 +1206,7 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "probe-findings": ("docs/analysis.md", render_probe_findings),
     "real-lm": ("docs/train.md", render_real_lm),
     "auto-fallback": ("docs/methods.md", render_auto_fallback),
+    "authority-map": ("README.md", render_authority_map),
     "gpu-step": ("docs/benchmarks.md", render_gpu_step),
     "gpu-losses": ("docs/benchmarks.md", render_gpu_losses_table),
     "gpu-rerun": ("docs/benchmarks.md", render_gpu_rerun),

@@ -116,6 +116,7 @@ STUDY = Study(
     analyze_args=("--runs", "{run_root}", "--out", "{docs}"),
     run_root=Path("/work/runs/authority_map"),
     cells_noun="cells planned so far",
+    doc_blocks=("authority-map",),  # README.md "Which setting to start with", re-rendered with each cell
 )
 
 if __name__ == "__main__":
