@@ -975,7 +975,9 @@ def render_authority_map() -> str:
     lines.append(f"- Rule D (`auto_fallback`'s default){' so far' if d['provisional'] else ''}: **{d['verdict']}**, on "
                  f"{d['pairs_measured']} of {d['pairs_planned']} pairs: the fallback rescues {len(d['rescued'])} of the "
                  f"{len(d['misses'])} where the selection alone misses, and costs {len(d['costs'])} of the "
-                 f"{len(d['selection_holds'])} where it holds (`bonus` needs ≥ 3 misses, ≥ 2/3 rescued, no cost).")
+                 f"{len(d['selection_holds'])} where it holds (`bonus` needs ≥ 3 misses, ≥ 2/3 rescued, no cost)"
+                 + ("; provisional: the library's default stays `none` until the map is complete." if d["provisional"]
+                    else "."))
     return "\n".join(lines)
 
 
