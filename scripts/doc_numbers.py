@@ -890,13 +890,22 @@ def render_real_lm_grid() -> str:
     d = r["decisions"]
     lines += ["", "The registered rules (studies/real_lm/HYPOTHESES.md), applied by `analyze.py`:", "",
               f"- **R0** {d['R0']['claim']}: {d['R0']['verdict']}"]
+    def paired(x: dict) -> str:
+        """`` (d per seed ..., m ..., τ ... points)``: a pair rule's numbers, once its pair has been read."""
+        pair = x.get("pair") or {}
+        if not pair.get("d"):
+            return ""
+        return (f" (d per seed {', '.join(_signed(100 * v) for v in pair['d'])}, m {_signed(100 * pair['m'])}, "
+                f"τ {100 * pair['tau']:.1f} points)")
+
     for label, rules in (("", d), (" (0.7x)", d.get("at_0.7x", {}))):
         for k in ("R0b", "R2", "R3", "R5"):
             if k in rules:
-                lines.append(f"- **{k}{label}** {rules[k]['claim']}: {rules[k]['verdict']}")
+                lines.append(f"- **{k}{label}** {rules[k]['claim']}: {rules[k]['verdict']}{paired(rules[k])}")
         if "R4" in rules:
-            lines.append(f"- **R4{label}** {rules['R4']['claim']}: pass@8 {rules['R4']['pass@k']['verdict']}, "
-                         f"pass@1 {rules['R4']['pass@1']['verdict']}")
+            lines.append(f"- **R4{label}** {rules['R4']['claim']}: pass@8 {rules['R4']['pass@k']['verdict']}"
+                         f"{paired(rules['R4']['pass@k'])}, pass@1 {rules['R4']['pass@1']['verdict']}"
+                         f"{paired(rules['R4']['pass@1'])}")
     lines += [f"- **R1** `{m}` holds its target: {x['verdict']}" for m, x in d["R1"].items()]
     fr = frontier()["methods"]
     lines += ["", "The tiny model on `countdown_cot` at the same targets (the frontier, 3 seeds, against GRPO's "
@@ -906,6 +915,47 @@ def render_real_lm_grid() -> str:
                            ("the bonus (cap 0.01)", "entropy_bonus_t05", "0.5x"),
                            ("the bonus (cap 0.01)", "entropy_bonus_t07", "0.7x"))) + " (pass@1 / pass@32 %)."]
     return "\n".join(lines)
+
+
+def render_real_lm_readme() -> str:
+    """README: the real-LM comparison's registered verdicts with their numbers (studies/real_lm, real_lm.json)."""
+    r = _load(REAL_LM_GRID)
+    d, vals = r["decisions"], r["values"]
+    seeds = sorted({len(v) for m, v in vals.items() if m in ("grpo", "stare_auto_t07", "entropy_bonus_trl_t07")})
+
+    def acting(*cells: str) -> str:
+        steps = [v["activity"]["acting_steps"] for m in cells for v in vals.get(m, {}).values() if v.get("activity")]
+        return _span([float(x) for x in steps], "{:.0f}") if steps else "-"
+
+    def pair(x: dict) -> str:
+        p = x["pair"]
+        return f"{_signed(100 * p['m'])} points ({', '.join(_signed(100 * v) for v in p['d'])} per seed)"
+
+    def ratio(m: str) -> str:
+        return ", ".join(f"{v['final_batch_entropy'] / v['target']:.2f}" for v in vals[m].values())
+
+    a7 = d.get("at_0.7x", {})
+    if "R3" not in a7 or "pair" not in a7["R3"]:
+        return (f"The pre-registered GRPO / STARE / bonus comparison on it is running ({r['n_done']} of "
+                f"{r['n_cells']} cells).")
+    r1 = d["R1"]
+    lower = sum(x < 0 for x in a7["R3"]["pair"]["d"])
+    return (
+        f"The pre-registered comparison on it ({' or '.join(map(str, seeds))} seeds, 100 steps, 64 held-out prompts x "
+        f"8 samples; {r['n_done']} of {r['n_cells']} cells): GRPO's entropy falls within the budget (R0: "
+        f"{d['R0']['verdict']}), but slowly from a high start, so at a 0.5x target the actuators acted on only "
+        f"{acting('stare_auto_t05', 'entropy_bonus_trl_t05')} of the 100 steps. At 0.7x they acted on "
+        f"{acting('stare_auto_t07', 'entropy_bonus_trl_t07')}; holding the target (R1): STARE C2 `auto` "
+        f"{r1['stare_auto_t07']['verdict']} (final batch entropy {ratio('stare_auto_t07')} of it), the adaptive bonus "
+        f"at TRL's bound {r1['entropy_bonus_trl_t07']['verdict']} ({ratio('entropy_bonus_trl_t07')}). STARE at 0.7x "
+        f"against GRPO: pass@8 {pair(a7['R2'])}, higher: {a7['R2']['verdict']} (R2); pass@1 {pair(a7['R3'])}, lower "
+        f"in {lower} of {a7['R3']['pair']['n']} seeds, which the registered rule (R3, a cost under 2 points) reads "
+        f"as {a7['R3']['verdict']}: its noise scale is each method's spread over seeds, "
+        f"{100 * a7['R3']['pair']['tau']:.1f} points. Against the bonus at 0.7x: pass@8 {pair(a7['R4']['pass@k'])}, "
+        f"{a7['R4']['pass@k']['verdict']}; pass@1 {pair(a7['R4']['pass@1'])}, a cost under 2 points: "
+        f"{a7['R4']['pass@1']['verdict']} (R4). The tiny model's ordering (STARE above GRPO and the bonus in pass@k, "
+        f"at no real pass@1 cost) is {a7['R5']['verdict']} on the real LM (R5 at 0.7x; at 0.5x: "
+        f"{d['R5']['verdict']}).")
 
 
 # ---------------------------------------------------------------------------------------------------- auto_fallback
@@ -1189,6 +1239,7 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "confirm10-cost": ("docs/results/confirm10/README.md", render_confirm10_cost),
     "real-lm-probe": ("docs/compare.md", render_real_lm_probe),
     "real-lm-grid": ("docs/compare.md", render_real_lm_grid),
+    "real-lm-readme": ("README.md", render_real_lm_readme),
     "headline": ("README.md", render_headline),
     "frontier-headline": ("docs/evidence.md", render_headline),
     "frontier-table": ("docs/evidence.md", render_frontier_table),

@@ -41,7 +41,7 @@ STUDY = Study(
     pins=KERNEL_PINS,
     needs_env={"STARE_RL_CACHE": "the cache that holds SmolLM2-135M-Instruct (here /work/cache)"},
     parallel=1,
-    doc_blocks=("real-lm-grid",),  # docs/compare.md, re-rendered with each cell
+    doc_blocks=("real-lm-grid", "real-lm-readme"),  # docs/compare.md and README.md, re-rendered with each cell
 )
 
 if __name__ == "__main__":
