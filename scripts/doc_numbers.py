@@ -1008,16 +1008,23 @@ def render_authority_map() -> str:
         targets = sorted({c["slot"]["target"] for _, c in alone}, reverse=True)
         holds = [n for n, _ in alone if rules["H"][f"{task}/{n}"]["verdict"] == "holds"]
         band = [100 * c["reading"]["rolling"] for _, c in alone]
+        grpo = {c["slot"]["width"]: {k: statistics.mean(x[k] for x in c["seeds"].values()) for k in ("pass@1", "pass@k")}
+                for c in t["cells"].values() if c["slot"]["actuator"] == "grpo" and c["state"] == "finished"}
+        vs = [(100 * (c["reading"][k] - grpo[c["slot"]["width"]][k]), k) for _, c in alone
+              if c["slot"]["width"] in grpo for k in ("pass@1", "pass@k")]
+        cost = "" if not vs else (
+            f"; pass@1 {_span([v for v, k in vs if k == 'pass@1'], '{:+.1f}')} points against GRPO at the same "
+            f"width, pass@8 {_span([v for v, k in vs if k == 'pass@k'], '{:+.1f}')}")
         text = (f"- `{task}` (hidden {', '.join(map(str, widths))}; target {', '.join(targets)}): the selection alone "
                 f"(C2 or `stare_sensitivity`, `auto`) kept the 21-step mean of the batch entropy within ±10 % of its "
-                f"target on ≥ 90 % of steps in {len(holds)} of {len(alone)} cells ({_span(band)} % of steps)")
+                f"target on ≥ 90 % of steps in {len(holds)} of {len(alone)} cells ({_span(band)} % of steps){cost}")
         pairs = [f for k, f in rules["F"].items() if k.startswith(f"{task} ") and f["verdict"] != "not run yet"]
         if pairs:
             withb = [100 * t["cells"][f["with"].split("/", 1)[1]]["reading"]["rolling"] for f in pairs]
             held = sum(bool(f["with_fallback_holds"]) for f in pairs)
             rescued = sum(f["verdict"] == "rescues" for f in pairs)
             text += (f"; with `auto_fallback: bonus`, in {len(pairs)} of those pairs: {_span(withb)} % "
-                     f"(held in {held}, rescued by rule F in {rescued}), at a pass@1 change of "
+                     f"(held in {held}, rescued by rule F in {rescued}), at a pass@1 change against the selection alone of "
                      f"{_span([f['d_pass@1_points'] for f in pairs], '{:+.1f}')} points and pass@8 "
                      f"{_span([f['d_pass@k_points'] for f in pairs], '{:+.1f}')}")
         lines.append(text + ".")
