@@ -120,3 +120,62 @@ def test_entrocraft_nsr_rows_are_what_its_script_prints() -> None:
     rows = [line for line in proc.stdout.splitlines() if line.strip()]
     readme = (folder / "README.md").read_text()
     assert len(rows) == 2 and all(row in readme for row in rows), rows
+
+
+def _map_cell(task: str, actuator: str, width: int, fallback: str = "none", rolling: float | None = None,
+              p1: float = 0.5, pk: float = 0.9) -> dict:
+    slot = {"actuator": actuator, "fallback": fallback, "target": None if actuator == "grpo" else "0.7x",
+            "task": task, "width": width}
+    reading = None if actuator == "grpo" else {"rolling": rolling, "pass@1": p1, "pass@k": pk, "n": 1}
+    return {"slot": slot, "state": "finished", "scored": True, "reading": reading,
+            "seeds": {"0": {"pass@1": p1, "pass@k": pk}}}
+
+
+def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
+    """A hand-made map: two selection-alone cells (one holds), one pair with the fallback, GRPO at the width."""
+    cells = {"grpo_h64": _map_cell("t", "grpo", 64, p1=0.60, pk=0.80),
+             "c2_h64": _map_cell("t", "C2", 64, rolling=0.95, p1=0.55, pk=0.90),
+             "sens_h64": _map_cell("t", "sensitivity", 64, rolling=0.40, p1=0.58, pk=0.82),
+             "sens_fb_h64": _map_cell("t", "sensitivity", 64, "bonus", rolling=0.70, p1=0.50, pk=0.83)}
+    amap = {"n_seed0_finished": 4, "n_seed0_cells": 9, "tasks": {"t": {"cells": cells}},
+            "rules": {"H": {"t/c2_h64": {"verdict": "holds"}, "t/sens_h64": {"verdict": "does not hold"}},
+                      "F": {"t h64 sensitivity 0.7x": {"verdict": "rescues", "with": "t/sens_fb_h64",
+                                                        "with_fallback_holds": False, "d_pass@1_points": -8.0,
+                                                        "d_pass@k_points": 1.0},
+                            "t h64 C2 0.7x": {"verdict": "not run yet"}},
+                      "D": {"provisional": True, "verdict": "none", "pairs_measured": 1, "pairs_planned": 2,
+                            "rescued": ["t h64 sensitivity 0.7x"], "misses": ["t h64 sensitivity 0.7x"],
+                            "costs": [], "selection_holds": []}}}
+    monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
+    text = doc_numbers.render_authority_map()
+    assert "seed 0, 4 of 9 cells" in text
+    assert "in 1 of 2 cells (40.0 to 95.0 % of steps)" in text  # rule H: one holds; the band range of both
+    assert "pass@1 -5.0 to -2.0 points against GRPO at the same width, pass@8 +2.0 to +10.0" in text
+    assert "in 1 of those pairs: 70.0 % (held in 0, rescued by rule F in 1)" in text
+    assert "against the selection alone of -8.0 points and pass@8 +1.0" in text
+    assert "**none**, on 1 of 2 pairs" in text and "provisional" in text
+
+
+def test_real_lm_readme_block_states_the_registered_numbers(monkeypatch) -> None:
+    """The README's real-LM paragraph: per-seed paired differences in points, m and τ, each rule's verdict."""
+    def v(acting: int, h: float = 1.0) -> dict:
+        return {"activity": {"acting_steps": acting}, "final_batch_entropy": h, "target": 1.0}
+
+    pair = {"pair": {"d": [-0.07, -0.08], "m": -0.075, "tau": 0.07, "n": 2}, "verdict": "not separated"}
+    r = {"n_done": 10, "n_cells": 18,
+         "values": {"grpo": {"0": {}, "1": {}}, "stare_auto_t05": {"0": v(6)}, "entropy_bonus_trl_t05": {"0": v(22)},
+                    "stare_auto_t07": {"0": v(43, 0.96), "1": v(74, 1.06)},
+                    "entropy_bonus_trl_t07": {"0": v(56), "1": v(89)}},
+         "decisions": {"R0": {"verdict": "holds"}, "R5": {"verdict": "not separated"},
+                       "R1": {"stare_auto_t07": {"verdict": "holds"}, "entropy_bonus_trl_t07": {"verdict": "holds"}},
+                       "at_0.7x": {"R2": {"pair": {"d": [0.016, 0.031], "m": 0.0235, "tau": 0.044, "n": 2},
+                                          "verdict": "not separated"},
+                                   "R3": pair, "R5": {"verdict": "not separated"},
+                                   "R4": {"pass@k": pair, "pass@1": {**pair, "verdict": "holds"}}}}}
+    monkeypatch.setattr(doc_numbers, "_load", lambda rel: r)
+    text = doc_numbers.render_real_lm_readme()
+    assert "2 seeds" in text and "10 of 18 cells" in text
+    assert "acted on only 6 to 22 of the 100 steps" in text and "At 0.7x they acted on 43 to 89" in text
+    assert "STARE C2 `auto` holds (final batch entropy 0.96, 1.06 of it)" in text
+    assert "pass@8 +2.4 points (+1.6, +3.1 per seed), higher: not separated (R2)" in text
+    assert "pass@1 −7.5 points (−7.0, −8.0 per seed), lower in 2 of 2 seeds" in text and "7.0 points" in text
