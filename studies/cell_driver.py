@@ -28,6 +28,11 @@ A cell that another ``stare compare`` (one the driver did not start: a previous 
 is adopted, not started twice: it takes one of the ``--parallel`` slots, the next cells start beside it, and the
 driver commits it when that process ends (or starts it again from its checkpoint, if it ended unfinished).
 
+Cells that start from the same model (``Study.start_group``: e.g. a task and width's warm start) do not start side by
+side while one of them has not logged its first step (it may be training that model): the driver starts the next
+cell of the order that needs another model instead, up to the next conditional block, and the held cell starts in
+its turn once the first one trains (the library's lock makes a cell that starts anyway wait, not train twice).
+
 A block of the order may be conditional (``Block.when``): which of its cells run is decided when the driver reaches
 it, from the cells finished by then (e.g. a phase that runs only where a reference cell reached something). Until
 then --dry-run and --status list it as one line saying on what it waits; the commit message counts the cells
@@ -45,7 +50,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -129,6 +134,7 @@ class Study:
         cells_noun: the word of the commit's count, e.g. ``"new cells"``.
         doc_blocks: the numbers blocks (scripts/doc_numbers.py ``BLOCKS``) that render from this study's results,
             re-rendered and committed with each cell, so that no committed page quotes a stale cell count.
+        start_group: the cell -> the model it starts from (None: every cell its own); see the module's text.
     """
 
     tag: str
@@ -143,6 +149,7 @@ class Study:
     parallel: int = 2
     cells_noun: str = "cells"
     doc_blocks: tuple[str, ...] = ()
+    start_group: Callable[[Cell], Hashable] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted({b.part for b in self.order} - set(self.grids))
@@ -518,9 +525,43 @@ def _start_next(study: Study, root: Path, todo: list, running: list, parallel: i
             continue
         if _adopt_running(root, todo, running):  # a foreign run started since the last look: it takes a slot
             continue
-        todo.pop(0)
+        c = _next_startable(study, root, todo, running)
+        if c is None:
+            return
+        todo.remove(c)
         running.append((c, launch(study, root, c), time.time()))
         print(f"{time.strftime('%H:%M:%S')} start {c.method}/seed{c.seed}{_where(c)}", flush=True)
+
+
+def _starting(study: Study, root: Path, running: list) -> set:
+    """The start groups whose model a running cell may be building: it has logged no step yet, and no cell of the
+    group in the run root has (one that has trained, or finished, started from the built model)."""
+    if study.start_group is None:
+        return set()
+    group = study.start_group
+    waiting = {group(c) for c, _, _ in running if not _trained(run_dir(root, c))}
+    return {g for g in waiting if not any(group(c) == g and _trained(run_dir(root, c)) for c in study.cells())}
+
+
+def _trained(d: Path) -> bool:
+    """The cell has logged a training step (or finished): the model it starts from exists."""
+    log = d / "metrics.jsonl"
+    return (d / DONE).is_file() or (log.is_file() and log.stat().st_size > 0)
+
+
+def _next_startable(study: Study, root: Path, todo: list, running: list) -> Cell | None:
+    """The head cell, or, while a running cell may be building its model, the first cell up to the next block that
+    starts from another model; None if there is none (the head then waits for a slot or for that first step)."""
+    busy = _starting(study, root, running)
+    for x in todo:
+        if isinstance(x, Block):
+            return None
+        if study.start_group is None or study.start_group(x) not in busy:
+            if x is not todo[0]:
+                print(f"{time.strftime('%H:%M:%S')} {todo[0].method}/seed{todo[0].seed}{_where(todo[0])} waits: a "
+                      f"running cell has not logged a step of the model it starts from yet", flush=True)
+            return x
+    return None
 
 
 def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit) -> int:

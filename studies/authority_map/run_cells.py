@@ -105,6 +105,11 @@ def order() -> tuple[Block, ...]:
     return ab + c + s
 
 
+def warm_start_of(c: Cell) -> tuple[str, int]:
+    """The warm start a cell starts from: one per task and width (cells of a new width wait for its first cell)."""
+    return c.part, slots(c.part)[c.method].width
+
+
 # Study's defaults: the frontier's kernel pins (KERNEL_PINS) and two cells at a time
 STUDY = Study(
     tag="#46 authority_map",
@@ -117,6 +122,7 @@ STUDY = Study(
     run_root=Path("/work/runs/authority_map"),
     cells_noun="cells planned so far",
     doc_blocks=("authority-map",),  # README.md "Which setting to start with", re-rendered with each cell
+    start_group=warm_start_of,
 )
 
 if __name__ == "__main__":

@@ -212,6 +212,45 @@ def test_under_stop_a_restarted_driver_still_adopts_and_commits_the_running_cell
     assert len(commits) == 1 and f"{first.method}/seed{first.seed} (a grid)" in commits[0]
 
 
+def test_cells_that_start_from_a_model_being_built_wait_and_the_next_other_model_starts(cd, tmp_path: Path,
+                                                                                       monkeypatch, capsys) -> None:
+    """start_group: while a running cell of a group has logged no step (it may be training the group's model), the
+    group's next cell waits and the first cell of another group up to the next block starts in its place; once the
+    first cell logs a step, the waiting one starts."""
+    import dataclasses
+
+    root = tmp_path / "runs"
+    order = (cd.Block("a", (0,), ("grpo_h1", "c2_h1", "grpo_h2", "c2_h2")),
+             cd.Block("a", (0,), ("late",), lambda r, x: cd.Pick(("late",), "")))
+    study = cd.Study(tag="#0 fake", grids={"a": tmp_path / "a.yaml"}, order=order, docs=tmp_path / "docs",
+                     analyze=tmp_path / "analyze.py", run_root=root,
+                     start_group=lambda c: c.method.split("_")[-1])
+    launched: list = []
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [])
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: launched.append(c) or type("P", (), {"pid": 100 + len(launched),
+                                                                                           "poll": lambda self: None})())
+    g1, c1, g2, c2 = study.order[0].cells()
+    todo, running = [*study.order[0].cells(), study.order[1]], []
+    cd._start_next(study, root, todo, running, 2, lambda f, m: "", [])
+    assert launched == [g1, g2] and todo[:2] == [c1, c2]  # c2_h1 waits for grpo_h1's warm start; grpo_h2 starts
+    assert "c2_h1/seed0 (a) waits" in capsys.readouterr().out
+    running.pop()  # grpo_h2 ends (h2's model is built); grpo_h1 still has no step
+    cd._start_next(study, root, todo, running, 2, lambda f, m: "", [])
+    assert launched == [g1, g2, c2] and todo[0] == c1  # the first cell of another model: c2_h2
+    running.pop()
+    cd._start_next(study, root, todo, running, 2, lambda f, m: "", [])
+    assert launched == [g1, g2, c2] and todo[0] == c1  # nothing else before the block: c1 waits, the slot stays free
+    _fake_cell(cd, root, g1, done=False, steps=1)  # grpo_h1 logged its first step: its model is built
+    cd._start_next(study, root, todo, running, 2, lambda f, m: "", [])
+    assert launched == [g1, g2, c2, c1]
+    # without start_group the order is kept as it is
+    plain = dataclasses.replace(study, start_group=None)
+    launched.clear()
+    todo, running = study.order[0].cells(), []
+    cd._start_next(plain, tmp_path / "other", todo, running, 2, lambda f, m: "", [])
+    assert launched == [g1, c1]
+
+
 def test_an_adopted_run_that_ends_unfinished_goes_back_to_the_head_of_the_queue(cd, study, tmp_path: Path,
                                                                               monkeypatch) -> None:
     root = tmp_path / "runs"

@@ -107,3 +107,45 @@ def test_warm_start_config_validation() -> None:
         warm_start("nope", "/tmp/unused-stare-cache")
     with pytest.raises(ValueError, match="correct_frac=0.5: task 'countdown' defines no wrong completions"):
         warm_start("countdown", "/tmp/unused-stare-cache", config=WarmStartConfig(correct_frac=0.5))
+
+
+def test_processes_sharing_a_cache_train_a_setting_once(tmp_path, monkeypatch, caplog) -> None:
+    """Two runs that need the same warm start at once (``stare compare`` cells, two terminals): the second waits on
+    the first's lock and reads its model instead of training the same one beside it; a failed training releases
+    the lock, so the next run trains."""
+    import threading
+
+    from stare_rl.train import warmstart
+
+    calls, started = [], threading.Event()
+
+    def fake_train(task, config, seed, out, progress):
+        calls.append(out.name)
+        started.set()
+        time.sleep(0.5)  # the second caller arrives while this one trains
+        out.mkdir(parents=True)
+        (out / "config.json").write_text("{}")
+        return {"steps": 1}
+
+    monkeypatch.setattr(warmstart, "_train", fake_train)
+    cfg = WarmStartConfig(**TINY)
+    paths = []
+    first = threading.Thread(target=lambda: paths.append(warm_start("arithmetic", tmp_path, config=cfg, progress=False)))
+    first.start()
+    assert started.wait(10)
+    with caplog.at_level("WARNING", logger="stare_rl.train.warmstart"):
+        second = warm_start("arithmetic", tmp_path, config=cfg, progress=False)  # blocks until the first is done
+    first.join()
+    assert len(calls) == 1 and paths == [second] and (second / WARMSTART_FILE).is_file()
+    assert any("is training" in r.getMessage() and second.name in r.getMessage() for r in caplog.records)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp")]
+
+    def failing_train(task, config, seed, out, progress):
+        raise RuntimeError("killed mid-way")
+
+    monkeypatch.setattr(warmstart, "_train", failing_train)
+    with pytest.raises(RuntimeError, match="killed mid-way"):
+        warm_start("arithmetic", tmp_path, config=cfg, seed=1, progress=False)
+    monkeypatch.setattr(warmstart, "_train", fake_train)
+    again = warm_start("arithmetic", tmp_path, config=cfg, seed=1, progress=False)  # the lock was released
+    assert len(calls) == 2 and (again / WARMSTART_FILE).is_file()

@@ -10,10 +10,13 @@ The result is a normal Hugging Face model directory (``save_pretrained`` model +
 ``cache_dir/<task>-<hash>``, the hash covering the task settings, the model shape and the SFT settings. It
 also holds ``warmstart.json`` (settings, metric history, wall time) and ``stare_task.json`` (which task and
 settings the model was trained for, read by ``stare eval``). Written to a temporary directory, then renamed.
+Processes that share a cache train each setting once: the first takes ``.lock-<task>-<hash>`` beside the entry
+(``flock``, released by the kernel if the process dies) and the others wait for it, then read its result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -22,7 +25,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,11 @@ from stare_rl.evaluation.tools import evaluate_tool_task
 from stare_rl.models.tiny import build_tiny_model
 from stare_rl.models.tokenizer import WARMSTART_NEWLINE, build_char_tokenizer
 from stare_rl.tasks import Task, get_task, is_tool_task
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock; two processes may then train the same setting (the rename keeps one)
+    fcntl = None
 
 logger = logging.getLogger(__name__)
 
@@ -171,24 +179,55 @@ def warm_start(
         logger.info("warm start: cache hit %s", final)
         return final
     cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = cache_dir / f".tmp-{final.name}-{os.getpid()}"
-    _remove_orphans(cache_dir, final.name)
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        info = _train(task, config, seed, tmp, progress)
-        (tmp / WARMSTART_FILE).write_text(json.dumps(info, indent=2))
-        (tmp / TASK_INFO_FILE).write_text(json.dumps({"task": task.name, "task_kwargs": task.settings()}))
-        if final.exists() and (force or not _is_complete(final)):
-            shutil.rmtree(final)
-        try:
-            os.rename(tmp, final)
-        except OSError:  # another process finished the same warm start first: keep theirs
-            if not _is_complete(final):
-                raise
-    finally:
+    with _training_lock(cache_dir, final.name):
+        if _is_complete(final) and not force:  # another process trained it while this one waited
+            logger.info("warm start: cache hit %s (trained by another process)", final)
+            return final
+        tmp = cache_dir / f".tmp-{final.name}-{os.getpid()}"
+        _remove_orphans(cache_dir, final.name)
         shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            info = _train(task, config, seed, tmp, progress)
+            (tmp / WARMSTART_FILE).write_text(json.dumps(info, indent=2))
+            (tmp / TASK_INFO_FILE).write_text(json.dumps({"task": task.name, "task_kwargs": task.settings()}))
+            if final.exists() and (force or not _is_complete(final)):
+                shutil.rmtree(final)
+            try:
+                os.rename(tmp, final)
+            except OSError:  # without a lock (not POSIX), another process finished first: keep theirs
+                if not _is_complete(final):
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     logger.info("warm start: saved %s", final)
     return final
+
+
+@contextlib.contextmanager
+def _training_lock(cache_dir: Path, name: str) -> Iterator[None]:
+    """Hold ``cache_dir/.lock-<name>`` exclusively: one process trains a setting, the others sharing the cache
+    wait here (it names the holder's pid) instead of training the same model beside it."""
+    if fcntl is None:
+        yield
+        return
+    with open(cache_dir / f".lock-{name}", "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            logger.warning("warm start: pid %s is training %s in this cache; waiting for it", holder, name)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        try:
+            yield
+        finally:
+            f.truncate(0)
+            f.flush()
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def sft_rows(task: Task, rows: list[dict[str, str]], seed: int, correct_frac: float = 1.0) -> list[dict[str, str]]:
