@@ -37,12 +37,54 @@ def _cell_row(task: str, m: str, cell: dict[str, Any], h: dict[str, Any] | None)
     never = " (never crossed: 0)" if rd.get("never_crossed") else ""
     w = f"{_pct(g('w_at_bound_share'))} ({_f(g('w_at_bound_steps'), '{:.0f}')})"
     bonus = "" if s.fallback != "bonus" else f"{_pct(g('bonus_at_bound_share'))} ({_f(g('bonus_at_bound_steps'), '{:.0f}')})"
-    return (f"| {s.width} | {s.actuator} | {s.target or '-'} | {s.fallback} | {s.phase} | {cell['state']} | "
+    # a running cell is "not run yet" here (the json says "started"): the page is the analysis of the finished cells
+    state = cell["state"].removesuffix(" (started)")
+    return (f"| {s.width} | {s.actuator} | {s.target or '-'} | {s.fallback} | {s.phase} | {state} | "
             f"{len(seeds)} | {_f(g('entropy_start'))} | {_f(g('target'))} | {_f(g('first_crossing_step'), '{:.0f}')} | "
             f"{_pct(rd.get('step_band'))} | {_pct(rd.get('rolling'))}{never} | {_f(g('noise_pct_of_target'), '{:.1f}')} | "
             f"{_pct(g('noise_ceiling'))} | {_f(g('mean_over_target'), '{:.2f}')} | {w if s.actuator != REFERENCE else '-'} | "
             f"{bonus or '-'} | {_f(g('l_plus_frac_mean'), '{:.4f}')} | {_f(g('l_minus_frac_mean'), '{:.4f}')} | "
             f"{_pct(g('l_plus_empty_share'))} | {_f(g('pass@1'))} | {_f(g('pass@k'))} | {(h or {}).get('verdict', '-')} |")
+
+
+AT_BOUND_NOTED = 0.10  # "why it misses" names an actuator at its bound on >= 10 % of steps
+L_PLUS_EMPTY_NOTED = 0.50  # ... and an L+ empty on >= half of the steps
+
+
+def why_missed(v: dict[str, Any], band: float = 0.1) -> str:
+    """Why a cell's 21-step mean leaves the band (descriptive, not a registered rule), from its values: where the
+    entropy sits on average against the target, and which actuator was at its bound (W, the bonus) or had nothing to
+    act on (L+ empty). Centred on the target with no actuator at its bound, what is left is the controller's tracking,
+    not its authority."""
+    if v.get("never_crossed"):
+        return "never reached the target: the entropy stayed above it (nothing to hold yet)"
+    limits = []
+    if (v.get("w_at_bound_share") or 0) >= AT_BOUND_NOTED:
+        limits.append(f"W at its bound on {100 * v['w_at_bound_share']:.0f} % of steps")
+    if (v.get("l_plus_empty_share") or 0) >= L_PLUS_EMPTY_NOTED:
+        limits.append(f"L+ empty on {100 * v['l_plus_empty_share']:.0f} %")
+    if (v.get("bonus_at_bound_share") or 0) >= AT_BOUND_NOTED:
+        limits.append(f"the bonus at its bound on {100 * v['bonus_at_bound_share']:.0f} %")
+    bonus_free = v.get("bonus_at_bound_share") is not None and (v.get("bonus_at_bound_share") or 0) < AT_BOUND_NOTED
+    m = v.get("mean_over_target")
+    where = "" if m is None else f" (mean {m:.2f}x the target)"
+    if m is not None and m < 1 - band:
+        return (f"below the band on average{where}: " +
+                (f"out of authority, {', '.join(limits)}" if limits else "no actuator at its bound"))
+    if m is not None and m > 1 + band:
+        return f"above the band on average{where}" + (f": {', '.join(limits)}" if limits else "")
+    inside = f"inside the band on average{where}, the 21-step mean leaves it"
+    if limits and bonus_free:
+        return (f"{inside}: {', '.join(limits)}, the bonus below its bound carries the rest: the controller's "
+                "tracking, not its authority")
+    if limits:
+        last = ("both actuators out of authority on part of the run" if v.get("bonus_at_bound_share") is not None
+                else "out of authority on part of the run")
+        return f"{inside}: {', '.join(limits)}: {last}"
+    noise = v.get("noise_pct_of_target")
+    return (f"{inside} with no actuator at its bound"
+            f"{'' if noise is None else f' (step noise {noise:.1f} % of the target)'}: the controller's tracking, "
+            "not its authority")
 
 
 def _row_order(task: str):
@@ -65,6 +107,19 @@ def _task_section(task: str, t: dict[str, Any], rules: dict[str, Any]) -> list[s
                      f"{r['verdict']} |")
     lines += ["", CELL_HEAD, "|" + "---|" * (CELL_HEAD.count("|") - 1)]
     lines += [_cell_row(task, m, t["cells"][m], rules["H"].get(f"{task}/{m}")) for m in sorted(slots(task), key=_row_order(task))]
+    missed = [(m, c) for m, c in sorted(t["cells"].items(), key=lambda mc: _row_order(task)(mc[0]))
+              if (rules["H"].get(f"{task}/{m}") or {}).get("verdict") == "does not hold"]
+    if missed:
+        lines += ["", "Where the selection does not hold its target, why (descriptive, from the values above: the "
+                  "entropy's mean against the target, and an actuator at its bound on >= 10 % of steps or L+ empty "
+                  "on >= half):", ""]
+        for m, c in missed:
+            s, seeds = slots(task)[m], {k: v for k, v in c["seeds"].items() if "error" not in v}
+            values = {k: _mean(seeds, k) for k in ("mean_over_target", "w_at_bound_share", "l_plus_empty_share",
+                                                    "bonus_at_bound_share", "noise_pct_of_target")}
+            values["never_crossed"] = (c.get("reading") or {}).get("never_crossed")
+            lines.append(f"- hidden {s.width}, {s.actuator} {s.target}, fallback {s.fallback}: "
+                         f"{why_missed(values)}.")
     multi = [(m, c) for m, c in t["cells"].items() if len(c["seeds"]) > 1]
     for m, c in multi:
         per = ", ".join(f"seed {s}: {_pct(r.get('band_fraction_smoothed'))} (pass@1 {_f(r.get('pass@1'))})"

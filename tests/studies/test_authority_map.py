@@ -148,6 +148,33 @@ def test_analysis_on_fake_cells(tmp_path: Path) -> None:
     md = (out / "authority_map.md").read_text()
     assert "| 64 | sensitivity | 0.7x | bonus | B | finished | 1 |" in md and (out / "authority_map.png").is_file()
     assert json.loads((out / "authority_map.json").read_text())["n_seed0_finished"] == 7  # the unreadable too
+    assert ("- hidden 64, sensitivity 0.7x, fallback none: below the band on average (mean 0.54x the target): out of "
+            "authority, W at its bound on 100 % of steps, L+ empty on 100 %.") in md  # LOST: (20 x 0.7 + 79 x 0.3) / 99 / 0.7
+    assert "hidden 64, C2 0.7x, fallback none:" not in md  # it holds: no "why"
+
+
+def test_why_a_cell_misses_on_hand_made_values() -> None:
+    """The descriptive "why" of a cell that does not hold: the entropy's mean against the target (band 10 %), the
+    actuators at their bound on >= 10 % of steps, L+ empty on >= half."""
+    why = _load("authority_report").why_missed
+    assert why({"never_crossed": True}).startswith("never reached the target")
+    assert why({"mean_over_target": 0.5, "w_at_bound_share": 0.8, "l_plus_empty_share": 0.49}) == (
+        "below the band on average (mean 0.50x the target): out of authority, W at its bound on 80 % of steps")
+    assert why({"mean_over_target": 0.89, "w_at_bound_share": 0.05}) == (
+        "below the band on average (mean 0.89x the target): no actuator at its bound")
+    assert why({"mean_over_target": 1.2}) == "above the band on average (mean 1.20x the target)"
+    # inside the band on average, the fallback never at its bound: what is left is tracking
+    assert why({"mean_over_target": 0.98, "w_at_bound_share": 0.65, "l_plus_empty_share": 0.94,
+                "bonus_at_bound_share": 0.0}) == (
+        "inside the band on average (mean 0.98x the target), the 21-step mean leaves it: W at its bound on 65 % of "
+        "steps, L+ empty on 94 %, the bonus below its bound carries the rest: the controller's tracking, not its "
+        "authority")
+    assert why({"mean_over_target": 0.92, "w_at_bound_share": 0.8, "bonus_at_bound_share": 0.34}).endswith(
+        "W at its bound on 80 % of steps, the bonus at its bound on 34 %: both actuators out of authority on part "
+        "of the run")
+    assert why({"mean_over_target": 1.0, "w_at_bound_share": 0.01, "noise_pct_of_target": 14.2}) == (
+        "inside the band on average (mean 1.00x the target), the 21-step mean leaves it with no actuator at its "
+        "bound (step noise 14.2 % of the target): the controller's tracking, not its authority")
 
 
 def test_analysis_on_an_empty_run_root(tmp_path: Path) -> None:
