@@ -205,3 +205,21 @@ def test_verl_file_logger_run_is_read_under_the_one_namespace(tmp_path: Path) ->
     assert run.series["actor/loss"] == [(1, -0.05), (2, -0.05), (3, -0.05)]  # verl's own total loss kept
     build_report([tmp_path], tmp_path / "report")
     assert {"entropy", "method"} <= {p.stem for p in (tmp_path / "report").glob("*.png")}
+
+
+def test_the_fallback_bonus_gets_its_own_panel_only_where_a_run_logged_it(tmp_path: Path) -> None:
+    """``auto_fallback: bonus`` logs its coefficient c (``control/entropy_coef``): the report's method figure draws it
+    beside W, and leaves the panel out for runs without the fallback."""
+    from stare_rl.analysis.plots import method_figure, pick_key
+    from stare_rl.analysis.runs import read_run
+
+    plain = read_run(_write_run(tmp_path, "stare_s0", "stare", 0, 30, stare=True))
+    fallback_dir = _write_run(tmp_path, "fb_s0", "stare", 0, 30, stare=True)
+    rows = [json.loads(x) for x in (fallback_dir / "metrics.jsonl").read_text().splitlines()]
+    for r in rows:
+        r["control/entropy_coef"] = 0.02 * max(0, r["step"] - 20)  # the bonus takes over from step 21
+    (fallback_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    fallback = read_run(fallback_dir)
+    panel = next(p for p in method_figure().panels if p.keys == ("control/entropy_coef",))
+    assert panel.title == "entropy bonus c (auto_fallback: bonus)"
+    assert pick_key([plain], panel.keys) is None and pick_key([plain, fallback], panel.keys) == "control/entropy_coef"
