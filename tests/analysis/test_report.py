@@ -221,5 +221,5 @@ def test_the_fallback_bonus_gets_its_own_panel_only_where_a_run_logged_it(tmp_pa
     (fallback_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     fallback = read_run(fallback_dir)
     panel = next(p for p in method_figure().panels if p.keys == ("control/entropy_coef",))
-    assert panel.title == "entropy bonus c (auto_fallback: bonus)"
+    assert panel.title == "entropy bonus c (adaptive or auto_fallback)"
     assert pick_key([plain], panel.keys) is None and pick_key([plain, fallback], panel.keys) == "control/entropy_coef"

@@ -133,7 +133,7 @@ STARE_METRICS = (
     MetricSpec(control_metric("gate_on"), "gate on (share of seeds)", short="gate", ylim=(-0.05, 1.05)),
     MetricSpec(control_metric("reweight_w"), "W (L+ weight)"),
     MetricSpec(control_metric("reweight_m"), "M (L- weight)"),
-    MetricSpec(control_metric("entropy_coef"), "entropy bonus c (auto_fallback: bonus)"),
+    MetricSpec(control_metric("entropy_coef"), "entropy bonus c (adaptive or auto_fallback)"),
     MetricSpec(mask_fraction_metric("l_plus"), "L+ token fraction"),
     MetricSpec(mask_fraction_metric("l_minus"), "L- token fraction"),
     MetricSpec(selection_share_metric("l_plus"), "L+ share of |predicted dH|"),
