@@ -456,6 +456,8 @@ def status(study: Study, root: Path, procs: list[Foreign] | None = None) -> str:
         elif d.exists():
             pid = runner(root, c, procs)
             lines.append(f"{head}: {_progress(d)}{f', running in pid {pid}' if pid else ''}")
+        elif pid := runner(root, c, procs):  # no run dir yet: its stare compare is building the starting model
+            lines.append(f"{head}: starting (no run dir yet: warm start or reference evaluation), running in pid {pid}")
         else:
             lines.append(f"{head}: not started{note}")
     return "\n".join(lines)

@@ -103,14 +103,16 @@ def test_status_and_dry_run_lines(cd, study, tmp_path: Path, monkeypatch) -> Non
     _fake_cell(cd, root, cells[1])  # finished, not committed
     _fake_cell(cd, root, cells[2], done=False)  # running in a foreign pid
     cd.run_dir(root, cells[3]).mkdir(parents=True)  # started, no step logged yet
-    foreign = [cd.Foreign(77, (root / "a").resolve(), ["stare", "compare", "--out", "x", "--methods", "grpo,stare"])]
+    foreign = [cd.Foreign(77, (root / "a").resolve(), ["stare", "compare", "--out", "x", "--methods", "grpo,stare"]),
+               cd.Foreign(78, (root / "bb").resolve(), ["stare", "compare", "--methods", "grpo", "--seeds", "0"])]
     lines = cd.status(study, root, procs=foreign).splitlines()[1:]
     assert lines == ["a grpo/seed0: committed, 1234 s wall",
                      "a stare/seed0: finished, not committed",
                      "a grpo/seed1: unfinished, 3 steps logged, last checkpoint 2, mean step_time 3.00 s, "
                      "running in pid 77",
                      "a stare/seed1: started, no step logged, running in pid 77",
-                     "bb grpo/seed0: not started"]
+                     "bb grpo/seed0: starting (no run dir yet: warm start or reference evaluation), running in pid 78"]
+    assert cd.status(study, root, procs=foreign[:1]).splitlines()[-1] == "bb grpo/seed0: not started"
     assert cd.dry_run(study, root).splitlines() == [
         "a   grpo/seed0: committed", "a   stare/seed0: finished, not committed", "a   grpo/seed1: resume",
         "a   stare/seed1: resume", "bb  grpo/seed0: fresh"]
