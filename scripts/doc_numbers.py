@@ -985,6 +985,49 @@ def render_auto_fallback() -> str:
     return "\n".join(lines)
 
 
+# Measured outside the map: the fallback's hand-off at W <= 3 against the map's own W <= 50 cells (same recipe).
+HANDOFF_PAIRS = (("hidden 128, `stare_sensitivity`", "sens_h128"), ("hidden 256, `stare_sensitivity`", "sens_h256"),
+                 ("hidden 128, C2", "c2_h128"))
+HANDOFF_RUNS = {  # summary.json's label -> the run (under docs/results); the W <= 50 runs are the map's cells
+    "sens_h128_alone": "authority_map/arithmetic/runs/sens_t07_h128/seed0",
+    "sens_h256_alone": "authority_map/arithmetic/runs/sens_t07_h256/seed0",
+    "c2_h128_alone": "authority_map/arithmetic/runs/c2_t07_h128/seed0",
+    "sens_h128_w50": "authority_map/arithmetic/runs/sens_t07_fb_h128/seed0",
+    "sens_h256_w50": "authority_map/arithmetic/runs/sens_t07_fb_h256/seed0",
+    "c2_h128_w50": "authority_map/arithmetic/runs/c2_t07_fb_h128/seed0",
+    "sens_h128_w3": "fallback_handoff/runs/sens_h128_w3",
+    "sens_h256_w3": "fallback_handoff/runs/sens_h256_w3",
+    "c2_h128_w3": "fallback_handoff/runs/c2_h128_w3",
+}
+
+
+def render_fallback_handoff() -> str:
+    """docs/methods.md: with ``auto_fallback: bonus``, the steps between the first crossing and the bonus's first
+    step, the rolling band and pass@1 / pass@8, at the default ``auto_w_max`` 50 (the authority map's arithmetic
+    cells) and at 3 (docs/results/fallback_handoff: summary.json and each run's metrics)."""
+    summary = _load("fallback_handoff/summary.json")
+    lines = []
+    for what, key in HANDOFF_PAIRS:
+        parts = []
+        for w in ("w50", "w3"):
+            label = f"{key}_{w}"
+            if label not in summary:
+                continue
+            s, rows = summary[label], _metrics(f"{HANDOFF_RUNS[label]}/metrics.jsonl.gz")
+            w_max = yaml.safe_load((RESULTS / HANDOFF_RUNS[label] / "config.yaml").read_text())["auto_w_max"]
+            first_bonus = next((r["step"] for r in rows if r.get("control/entropy_coef", 0.0) > 0), None)
+            wait = "never acted" if first_bonus is None else (
+                f"first acted {first_bonus - s['first_crossing_step']} steps after the first crossing")
+            parts.append(f"W ≤ {w_max:g}: the 21-step mean in the band on "
+                         f"{100 * s['band_fraction_smoothed']:.1f} % of steps, the bonus {wait}, step noise "
+                         f"{s['noise_pct_of_target']:.1f} % of the target, pass@1 {s['pass@1']:.3f}, pass@8 "
+                         f"{s['pass@k']:.3f}")
+        alone = summary[f"{key}_alone"]
+        lines.append(f"- **{what}** (the selection alone, W ≤ 50: {100 * alone['band_fraction_smoothed']:.1f} %, "
+                     f"pass@1 {alone['pass@1']:.3f}): " + "; ".join(parts) + ".")
+    return "\n".join(lines)
+
+
 def _span(values: list[float], fmt: str = "{:.1f}") -> str:
     """``a`` for one value, ``a to b`` for several (min to max)."""
     lo, hi = min(values), max(values)
@@ -1266,6 +1309,7 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "probe-findings": ("docs/analysis.md", render_probe_findings),
     "real-lm": ("docs/train.md", render_real_lm),
     "auto-fallback": ("docs/methods.md", render_auto_fallback),
+    "fallback-handoff": ("docs/methods.md", render_fallback_handoff),
     "authority-map": ("README.md", render_authority_map),
     "gpu-step": ("docs/benchmarks.md", render_gpu_step),
     "gpu-losses": ("docs/benchmarks.md", render_gpu_losses_table),
@@ -2952,6 +2996,28 @@ def auto_fallback_readme_numbers() -> list[str]:
             f"sat at its bound {bound:g} for {sum(c >= bound * (1 - 1e-9) for c in coef)} steps in\n  `bonus`"]
 
 
+def fallback_handoff_readme_numbers() -> list[str]:
+    """fallback_handoff/README.md: where the map's W <= 50 `stare_sensitivity` cell (hidden 128) lost its steps (the
+    first crossing, the step from which its 21-step mean stays in the band), the steps its C2 twin's bonus sat at
+    its bound, and how often W exceeded 3 where the selection alone held countdown (the map's committed cells)."""
+    sens = _metrics(f"{HANDOFF_RUNS['sens_h128_w50']}/metrics.jsonl.gz")
+    target = sens[-1]["control/target_entropy"]
+    h = [r["control/batch_entropy"] for r in sens]
+    smooth = [statistics.fmean(h[max(0, i - 10):i + 11]) for i in range(len(h))]
+    inside = [abs(m - target) <= 0.1 * target + 1e-12 for m in smooth]
+    settled = next(i for i in range(len(inside)) if all(inside[i:])) + 1  # the logged step (steps start at 1)
+    first = _load("fallback_handoff/summary.json")["sens_h128_w50"]["first_crossing_step"]
+    c2 = _metrics(f"{HANDOFF_RUNS['c2_h128_w50']}/metrics.jsonl.gz")
+    bound = yaml.safe_load((RESULTS / HANDOFF_RUNS["c2_h128_w50"] / "config.yaml").read_text())["auto_bonus_max"]
+    at_bound = sum(r.get("control/entropy_coef", 0.0) >= bound * (1 - 1e-9) for r in c2)
+    above = []
+    for cell in ("c2_t07_h128", "sens_t07_h128", "c2_t07_h256", "sens_t07_h256"):
+        w = [r["control/reweight_w"] for r in _metrics(f"authority_map/countdown/runs/{cell}/seed0/metrics.jsonl.gz")]
+        above.append(100 * sum(x > 3 for x in w) / len(w))
+    return [f"From step {settled} on", f"(step {first}) and step {settled}", f"bound {bound:.1f} for {at_bound} steps",
+            f"W above 3 on {min(above):.0f}-{max(above):.0f} % of its steps"]
+
+
 def controller_authority_readme_numbers() -> list[str]:
     """controller_authority/README.md: when the 0.5x run's smoothed entropy reaches its target (its metrics), the
     step the frontier cell resumed from first put W at its bound, and the logged values of the seed-0 runs that were
@@ -3181,6 +3247,7 @@ def compare_cot_readme_numbers() -> list[str]:
 def result_readme_numbers() -> list[tuple[str, str]]:
     """(page, text) for the result folders' own READMEs."""
     pages = {"auto_fallback": auto_fallback_readme_numbers, "compare_cot": compare_cot_readme_numbers,
+             "fallback_handoff": fallback_handoff_readme_numbers,
              "controller_authority": controller_authority_readme_numbers,
              "entrocraft_nsr": entrocraft_nsr_readme_numbers, "frontier_cot": frontier_cot_readme_numbers,
              GPU_RERUN: gpu_rerun_readme_numbers, REAL_LM: real_lm_readme_numbers}

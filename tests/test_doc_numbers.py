@@ -179,3 +179,37 @@ def test_real_lm_readme_block_states_the_registered_numbers(monkeypatch) -> None
     assert "STARE C2 `auto` holds (final batch entropy 0.96, 1.06 of it)" in text
     assert "pass@8 +2.4 points (+1.6, +3.1 per seed), higher: not separated (R2)" in text
     assert "pass@1 −7.5 points (−7.0, −8.0 per seed), lower in 2 of 2 seeds" in text and "7.0 points" in text
+
+
+def test_fallback_handoff_block_counts_the_wait_after_the_first_crossing(monkeypatch, tmp_path: Path) -> None:
+    """The hand-off block: per pair, the step the bonus first acted minus the first crossing, from each run's own
+    metrics and its config's auto_w_max; a run whose bonus never acted says so."""
+    import gzip
+
+    import yaml
+
+    summary = {}
+    for label, rel in doc_numbers.HANDOFF_RUNS.items():
+        d = tmp_path / rel
+        d.mkdir(parents=True)
+        w_max = 3.0 if label.endswith("_w3") else 50.0
+        (d / "config.yaml").write_text(yaml.safe_dump({"auto_w_max": w_max}))
+        start = {"_w3": 25, "_w50": 80}.get(label[label.rindex("_"):], None)  # the step the bonus first acts
+        if label == "c2_h128_w3":
+            start = None  # never acted
+        rows = [{"step": i, "control/entropy_coef": 0.1 if start and i >= start else 0.0} for i in range(1, 101)]
+        with gzip.open(d / "metrics.jsonl.gz", "wt") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+        band = {"_w50": 0.5, "_w3": 0.95, "_alone": 0.1}[label[label.rindex("_"):]]
+        summary[label] = {"first_crossing_step": 20, "band_fraction_smoothed": band, "pass@1": 0.7, "pass@k": 1.0,
+                          "noise_pct_of_target": 4.0}
+    (tmp_path / "fallback_handoff").mkdir(exist_ok=True)
+    (tmp_path / "fallback_handoff" / "summary.json").write_text(json.dumps(summary))
+    monkeypatch.setattr(doc_numbers, "RESULTS", tmp_path)
+    lines = doc_numbers.render_fallback_handoff().splitlines()
+    assert len(lines) == len(doc_numbers.HANDOFF_PAIRS)
+    assert lines[0].startswith("- **hidden 128, `stare_sensitivity`** (the selection alone, W ≤ 50: 10.0 %, pass@1 0.700)")
+    assert "W ≤ 50: the 21-step mean in the band on 50.0 % of steps, the bonus first acted 60 steps after" in lines[0]
+    assert ("W ≤ 3: the 21-step mean in the band on 95.0 % of steps, the bonus first acted 5 steps after the first "
+            "crossing, step noise 4.0 % of the target, pass@1 0.700, pass@8 1.000") in lines[0]
+    assert "W ≤ 3: the 21-step mean in the band on 95.0 % of steps, the bonus never acted" in lines[2]
