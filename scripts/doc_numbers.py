@@ -1061,24 +1061,37 @@ def render_authority_map() -> str:
         text = (f"- `{task}` (hidden {', '.join(map(str, widths))}; target {', '.join(targets)}): the selection alone "
                 f"(C2 or `stare_sensitivity`, `auto`) kept the 21-step mean of the batch entropy within ±10 % of its "
                 f"target on ≥ 90 % of steps in {len(holds)} of {len(alone)} cells ({_span(band)} % of steps){cost}")
-        pairs = [f for k, f in rules["F"].items() if k.startswith(f"{task} ") and f["verdict"] != "not run yet"]
-        if pairs:
-            withb = [100 * t["cells"][f["with"].split("/", 1)[1]]["reading"]["rolling"] for f in pairs]
-            held = sum(bool(f["with_fallback_holds"]) for f in pairs)
-            rescued = sum(f["verdict"] == "rescues" for f in pairs)
-            text += (f"; with `auto_fallback: bonus`, in {len(pairs)} of those pairs: {_span(withb)} % "
-                     f"(held in {held}, rescued by rule F in {rescued}), at a pass@1 change against the selection alone of "
-                     f"{_span([f['d_pass@1_points'] for f in pairs], '{:+.1f}')} points and pass@8 "
-                     f"{_span([f['d_pass@k_points'] for f in pairs], '{:+.1f}')}")
+        for rule, how in (("F", "`auto_fallback: bonus`"), ("F3", "the fallback and `auto_w_max: 3` (phase B3)")):
+            pairs = [f for k, f in rules.get(rule, {}).items() if k.startswith(f"{task} ") and "rescue" in f]
+            if pairs:
+                withb = [100 * t["cells"][f["with"].split("/", 1)[1]]["reading"]["rolling"] for f in pairs]
+                held = sum(bool(f["with_fallback_holds"]) for f in pairs)
+                rescued = sum(f["verdict"] == "rescues" for f in pairs)
+                text += (f"; with {how}, in {len(pairs)} of those pairs: {_span(withb)} % (held in {held}, rescued by "
+                         f"rule {rule} in {rescued}), at a pass@1 change against the selection alone of "
+                         f"{_span([f['d_pass@1_points'] for f in pairs], '{:+.1f}')} points and pass@8 "
+                         f"{_span([f['d_pass@k_points'] for f in pairs], '{:+.1f}')}")
         lines.append(text + ".")
-    d = rules["D"]
-    lines.append(f"- Rule D (`auto_fallback`'s default){' so far' if d['provisional'] else ''}: **{d['verdict']}**, on "
-                 f"{d['pairs_measured']} of {d['pairs_planned']} pairs: the fallback rescues {len(d['rescued'])} of the "
-                 f"{len(d['misses'])} where the selection alone misses, and costs {len(d['costs'])} of the "
-                 f"{len(d['selection_holds'])} where it holds (`bonus` needs ≥ 3 misses, ≥ 2/3 rescued, no cost)"
-                 + ("; provisional: the library's default stays `none` until the map is complete." if d["provisional"]
+    d, a = rules["D"], rules["D_amended"]
+    bound = "" if a["hand_off_w"] is None else f" with the hand-off at W {a['hand_off_w']}"
+    lines.append(f"- Rule D (`auto_fallback`'s default){' so far' if a['provisional'] else ''}: **{a['verdict']}**"
+                 f"{bound}. "
+                 f"With W ≤ 50, on {d['pairs_measured']} of {d['pairs_planned']} pairs, the fallback rescues "
+                 f"{len(d['rescued'])} of the {len(d['misses'])} where the selection alone misses and costs "
+                 f"{len(d['costs'])} of the {len(d['selection_holds'])} where it holds"
+                 + _d3_clause(rules["D3"]) + " (`bonus` needs ≥ 3 misses, ≥ 2/3 rescued, no cost)"
+                 + ("; provisional: the library's default stays `none` until the map is complete." if a["provisional"]
                     else "."))
     return "\n".join(lines)
+
+
+def _d3_clause(d3: dict) -> str:
+    """Rule D's criterion on phase B3's pairs (W <= 3), once one of them is measured."""
+    if not d3["pairs_measured"]:
+        return f"; with W ≤ 3 (phase B3), 0 of {d3['pairs_planned']} pairs measured yet"
+    return (f"; with W ≤ 3 (phase B3), on {d3['pairs_measured']} of {d3['pairs_planned']} pairs, it rescues "
+            f"{len(d3['rescued'])} of {len(d3['misses'])} and costs {len(d3['costs'])} of "
+            f"{len(d3['selection_holds'])}")
 
 
 def _gpu_losses(name: str, folder: str = "gpu_h200") -> dict[str, list[float]]:

@@ -136,16 +136,24 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     cells = {"grpo_h64": _map_cell("t", "grpo", 64, p1=0.60, pk=0.80),
              "c2_h64": _map_cell("t", "C2", 64, rolling=0.95, p1=0.55, pk=0.90),
              "sens_h64": _map_cell("t", "sensitivity", 64, rolling=0.40, p1=0.58, pk=0.82),
-             "sens_fb_h64": _map_cell("t", "sensitivity", 64, "bonus", rolling=0.70, p1=0.50, pk=0.83)}
+             "sens_fb_h64": _map_cell("t", "sensitivity", 64, "bonus", rolling=0.70, p1=0.50, pk=0.83),
+             "sens_fb3_h64": _map_cell("t", "sensitivity", 64, "bonus", rolling=0.96, p1=0.54, pk=0.84)}
     amap = {"n_seed0_finished": 4, "n_seed0_cells": 9, "tasks": {"t": {"cells": cells}},
             "rules": {"H": {"t/c2_h64": {"verdict": "holds"}, "t/sens_h64": {"verdict": "does not hold"}},
-                      "F": {"t h64 sensitivity 0.7x": {"verdict": "rescues", "with": "t/sens_fb_h64",
+                      "F": {"t h64 sensitivity 0.7x": {"verdict": "rescues", "with": "t/sens_fb_h64", "rescue": True,
                                                         "with_fallback_holds": False, "d_pass@1_points": -8.0,
                                                         "d_pass@k_points": 1.0},
                             "t h64 C2 0.7x": {"verdict": "not run yet"}},
                       "D": {"provisional": True, "verdict": "none", "pairs_measured": 1, "pairs_planned": 2,
                             "rescued": ["t h64 sensitivity 0.7x"], "misses": ["t h64 sensitivity 0.7x"],
-                            "costs": [], "selection_holds": []}}}
+                            "costs": [], "selection_holds": []},
+                      "F3": {"t h64 sensitivity 0.7x": {"verdict": "rescues", "with": "t/sens_fb3_h64", "rescue": True,
+                                                         "with_fallback_holds": True, "d_pass@1_points": -4.0,
+                                                         "d_pass@k_points": 2.0}},
+                      "D3": {"provisional": True, "verdict": "none", "pairs_measured": 1, "pairs_planned": 2,
+                             "rescued": ["t h64 sensitivity 0.7x"], "misses": ["t h64 sensitivity 0.7x"],
+                             "costs": [], "selection_holds": []},
+                      "D_amended": {"verdict": "none", "hand_off_w": None, "provisional": True}}}
     monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
     text = doc_numbers.render_authority_map()
     assert "seed 0, 4 of 9 cells" in text
@@ -153,7 +161,10 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     assert "pass@1 -5.0 to -2.0 points against GRPO at the same width, pass@8 +2.0 to +10.0" in text
     assert "in 1 of those pairs: 70.0 % (held in 0, rescued by rule F in 1)" in text
     assert "against the selection alone of -8.0 points and pass@8 +1.0" in text
-    assert "**none**, on 1 of 2 pairs" in text and "provisional" in text
+    assert "with the fallback and `auto_w_max: 3` (phase B3), in 1 of those pairs: 96.0 % (held in 1, rescued by rule F3 in 1)" in text
+    assert "against the selection alone of -4.0 points and pass@8 +2.0" in text
+    assert "**none**. With W ≤ 50, on 1 of 2 pairs" in text and "provisional" in text
+    assert "with W ≤ 3 (phase B3), on 1 of 2 pairs, it rescues 1 of 1 and costs 0 of 0" in text
 
 
 def test_real_lm_readme_block_states_the_registered_numbers(monkeypatch) -> None:

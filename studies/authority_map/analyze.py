@@ -6,7 +6,8 @@ Reads every cell of the three grids under ``--runs/<task>/runs/<method>/seed<S>`
 compare`` marked it done; the committed copies under docs/results/authority_map/<task> read the same), takes the
 per-cell values of authority_values.py (summarise.py's and the frontier's definitions, imported), checks each
 width's warm start against the default width's (``--cache``, default $STARE_RL_CACHE, is searched where a cell's
-run dir does not name it), and decides R, H, F, D and S with authority_rules.py. A cell that is not finished is
+run dir does not name it), and decides R, H, F, D and S with authority_rules.py, and F3 and the amended D of the
+deviation of 2026-11-28 (phase B3: the fallback with ``auto_w_max: 3``). A cell that is not finished is
 "not run yet"; a phase-C cell where R does not hold is "skipped (rule R)". Writes ``authority_map.json``,
 ``authority_map.md`` (a table per task: width x actuator x target x fallback, then each rule with its numbers) and
 ``authority_map.png`` (the rolling band fraction per cell, without and with the fallback, and the 90 % line) into
@@ -25,11 +26,12 @@ from typing import Any
 
 from authority_grids import REFERENCE, TASKS, default_width, methods, slots, widths
 from authority_report import figure, markdown
-from authority_rules import rule_d, rule_f, rule_h, rule_s, seed_mean
+from authority_rules import rule_d, rule_d_amended, rule_f, rule_h, rule_s, seed_mean
 from authority_values import DONE, cell_record, warmstart_record
 
 SEEDS = (0, 1, 2)
 LEARNS = 0.5  # a wider width's warm start learns the task: greedy accuracy >= half the default width's
+B3_KEY = " (W ≤ 3)"  # rule S's key of a B3 pair (F3's own keys are the pair's, as F's)
 
 
 def pair_key(task: str, width: int, actuator: str, target: str | None) -> str:
@@ -139,7 +141,7 @@ def _state(cell: dict[str, Any], phase: str, r: dict[str, Any]) -> str:
 
 def decide(tasks: dict[str, Any]) -> dict[str, Any]:
     """R per width, H per cell, F per pair, D over the pairs, S per task (seed 0's values)."""
-    h, f, s = {}, {}, {}
+    h, f, f3, s = {}, {}, {}, {}
     for task, t in tasks.items():
         pairs0: dict[str, tuple[str, str]] = {}  # pair -> (without, with the fallback)
         rolling0: dict[str, float | None] = {}
@@ -157,18 +159,30 @@ def decide(tasks: dict[str, Any]) -> dict[str, Any]:
             if slot.fallback == "bonus":
                 none = next(x for x, o in slots(task).items() if o.pair == slot.pair and o.fallback == "none")
                 key = pair_key(*slot.pair)
-                f[key] = {"without": f"{task}/{none}", "with": f"{task}/{m}",
-                          **rule_f(t["cells"][none]["reading"], cell["reading"])}
-                if f[key]["verdict"] == "not run yet" and cell["state"].startswith("skipped"):
-                    f[key]["verdict"] = cell["state"]
-                elif f[key]["verdict"] == "not run yet" and not cell["scored"]:
-                    f[key]["verdict"] = "not scored (the width's warm start did not learn the task)"
-                pairs0[key] = (none, m)
+                out = f3 if slot.phase == "B3" else f  # F3: B3 against the selection alone, as F reads B
+                out[key] = {"without": f"{task}/{none}", "with": f"{task}/{m}",
+                            **rule_f(t["cells"][none]["reading"], cell["reading"])}
+                if out[key]["verdict"] == "not run yet" and cell["state"].startswith("skipped"):
+                    out[key]["verdict"] = cell["state"]
+                elif out[key]["verdict"] == "not run yet" and not cell["scored"]:
+                    out[key]["verdict"] = "not scored (the width's warm start did not learn the task)"
+                if slot.phase == "B3":  # descriptive: B3 against B (W <= 3 against W <= 50)
+                    b = next(x for x, o in slots(task).items() if o.pair == slot.pair and o.phase == "B")
+                    out[key]["against_b"] = {"b": f"{task}/{b}", **_against(t["cells"][b]["reading"], cell["reading"])}
+                pairs0[key + (B3_KEY if slot.phase == "B3" else "")] = (none, m)
         d0 = {k: rule_f({"rolling": rolling0[a]}, {"rolling": rolling0[b]}).get("d_points") for k, (a, b) in pairs0.items()}
         s[task] = rule_s(rolling0, {k: (a, b, d0[k]) for k, (a, b) in pairs0.items()})
         for m in s[task]:  # H and F are read on the seed mean (n = 3) of these; until then, on what has finished
             h[f"{task}/{m}"]["seeds_finished"] = sorted(t["cells"][m]["seeds"])
-    return {"R": {task: t["R"] for task, t in tasks.items()}, "H": h, "F": f, "D": rule_d(f), "S": s}
+    d, d3 = rule_d(f), rule_d(f3)
+    return {"R": {task: t["R"] for task, t in tasks.items()}, "H": h, "F": f, "D": d, "F3": f3, "D3": d3,
+            "D_amended": rule_d_amended(d, d3, f, f3), "S": s}
+
+
+def _against(b: dict[str, Any] | None, b3: dict[str, Any] | None) -> dict[str, Any]:
+    """B3 - B in points: rolling band, pass@1, pass@k (None where either is missing)."""
+    return {f"d_{k}_points": None if not b or not b3 or b.get(k) is None or b3.get(k) is None else 100 * (b3[k] - b[k])
+            for k in ("rolling", "pass@1", "pass@k")}
 
 
 def evaluate(runs: Path, cache: Path | None) -> dict[str, Any]:

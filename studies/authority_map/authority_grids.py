@@ -1,9 +1,9 @@
 """The authority map's layout (studies/authority_map/HYPOTHESES.md), read from its three pre-registered grids.
 
-Each grid method is one :class:`Slot` of the map: (task, width, actuator, target, fallback), from the method's
-fields (``method``, ``tiny_hidden_size``, ``target_entropy``, ``auto_fallback``), not from its name; its phase
-follows: A = GRPO and both actuators at 0.7x without the fallback, B = the same with ``auto_fallback: bonus``,
-C = 0.5x. Reads the YAML only (no training code), so the driver's declaration imports it at no cost.
+Each grid method is one :class:`Slot` of the map: (task, width, actuator, target, fallback, W bound), from the
+method's fields (``method``, ``tiny_hidden_size``, ``target_entropy``, ``auto_fallback``, ``auto_w_max``), not from
+its name; its phase follows: A = GRPO and both actuators at 0.7x without the fallback, B = the same with
+``auto_fallback: bonus``, B3 = B with ``auto_w_max: 3`` (the deviation of 2026-11-28), C = 0.5x. Reads the YAML only (no training code), so the driver's declaration imports it at no cost.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ GRIDS = {task: HERE / f"{task}.yaml" for task in TASKS}
 ACTUATORS = {"vanilla": "grpo", "stare": "C2", "stare_sensitivity": "sensitivity"}  # train method -> map name
 REFERENCE = "grpo"
 PRIMARY_TARGET, LOW_TARGET = "0.7x", "0.5x"
+HAND_OFF_W = 3.0  # phase B3's auto_w_max: the bonus takes over once W reaches 3
 
 
 class Slot(NamedTuple):
@@ -30,12 +31,15 @@ class Slot(NamedTuple):
     actuator: str  # "grpo" | "C2" | "sensitivity"
     target: str | None  # "0.7x" | "0.5x" | None (GRPO)
     fallback: str  # "none" | "bonus"
+    w_max: float | None = None  # auto_w_max where the grid sets it (B3: 3), else None (the library's 50)
 
     @property
     def phase(self) -> str:
         if self.actuator == REFERENCE or (self.target == PRIMARY_TARGET and self.fallback == "none"):
             return "A"
-        return "B" if self.target == PRIMARY_TARGET else "C"
+        if self.target == PRIMARY_TARGET:
+            return "B3" if self.w_max == HAND_OFF_W else "B"
+        return "C"
 
     @property
     def pair(self) -> tuple[str, int, str, str | None]:
@@ -50,8 +54,9 @@ def slots(task: str) -> dict[str, Slot]:
     out = {}
     for name, fields in data["methods"].items():
         cfg = {**data["base"], **fields}
+        w_max = cfg.get("auto_w_max")
         out[name] = Slot(task, int(cfg["tiny_hidden_size"]), ACTUATORS[cfg["method"]], cfg.get("target_entropy"),
-                         str(cfg.get("auto_fallback", "none")))
+                         str(cfg.get("auto_fallback", "none")), None if w_max is None else float(w_max))
     return out
 
 

@@ -29,6 +29,11 @@ CELL_HEAD = ("| width | actuator | target | fallback | phase | state | n | H sta
              "W at bound | bonus at bound | L+ mean | L− mean | L+ empty | pass@1 | pass@8 | H |")
 
 
+def fallback_label(s: Any) -> str:
+    """The fallback column: ``none``, ``bonus``, or ``bonus (W ≤ 3)`` for phase B3."""
+    return s.fallback + (" (W ≤ 3)" if s.phase == "B3" else "")
+
+
 def _cell_row(task: str, m: str, cell: dict[str, Any], h: dict[str, Any] | None) -> str:
     s, seeds = slots(task)[m], {k: v for k, v in cell["seeds"].items() if "error" not in v}
     def g(key: str) -> float | None:
@@ -39,7 +44,7 @@ def _cell_row(task: str, m: str, cell: dict[str, Any], h: dict[str, Any] | None)
     bonus = "" if s.fallback != "bonus" else f"{_pct(g('bonus_at_bound_share'))} ({_f(g('bonus_at_bound_steps'), '{:.0f}')})"
     # a running cell is "not run yet" here (the json says "started"): the page is the analysis of the finished cells
     state = cell["state"].removesuffix(" (started)")
-    return (f"| {s.width} | {s.actuator} | {s.target or '-'} | {s.fallback} | {s.phase} | {state} | "
+    return (f"| {s.width} | {s.actuator} | {s.target or '-'} | {fallback_label(s)} | {s.phase} | {state} | "
             f"{len(seeds)} | {_f(g('entropy_start'))} | {_f(g('target'))} | {_f(g('first_crossing_step'), '{:.0f}')} | "
             f"{_pct(rd.get('step_band'))} | {_pct(rd.get('rolling'))}{never} | {_f(g('noise_pct_of_target'), '{:.1f}')} | "
             f"{_pct(g('noise_ceiling'))} | {_f(g('mean_over_target'), '{:.2f}')} | {w if s.actuator != REFERENCE else '-'} | "
@@ -91,7 +96,8 @@ def _row_order(task: str):
     """Rows: width, then GRPO, then actuator, target (0.7x first), fallback (none first)."""
     def key(m: str) -> tuple:
         s = slots(task)[m]
-        return s.width, s.actuator != REFERENCE, s.actuator, -float((s.target or "1x")[:-1]), s.fallback != "none"
+        return (s.width, s.actuator != REFERENCE, s.actuator, -float((s.target or "1x")[:-1]), s.fallback != "none",
+                s.phase == "B3")
     return key
 
 
@@ -118,7 +124,7 @@ def _task_section(task: str, t: dict[str, Any], rules: dict[str, Any]) -> list[s
             values = {k: _mean(seeds, k) for k in ("mean_over_target", "w_at_bound_share", "l_plus_empty_share",
                                                     "bonus_at_bound_share", "noise_pct_of_target")}
             values["never_crossed"] = (c.get("reading") or {}).get("never_crossed")
-            lines.append(f"- hidden {s.width}, {s.actuator} {s.target}, fallback {s.fallback}: "
+            lines.append(f"- hidden {s.width}, {s.actuator} {s.target}, fallback {fallback_label(s)}: "
                          f"{why_missed(values)}.")
     multi = [(m, c) for m, c in t["cells"].items() if len(c["seeds"]) > 1]
     for m, c in multi:
@@ -140,20 +146,43 @@ def _rules_section(result: dict[str, Any]) -> list[str]:
         lines.append(f"| {key} | {_pct(_get(result, p['without']))} | {_pct(_get(result, p['with']))} | "
                      f"{_f(p.get('d_points'), '{:+.1f}')} | {_f(p.get('d_pass@1_points'), '{:+.1f}')} | "
                      f"{_f(p.get('d_pass@k_points'), '{:+.1f}')} | {p['verdict']} |")
-    d = rules["D"]
-    state = f" (provisional: {len(d['pairs_not_run_yet'])} pairs not run yet)" if d["provisional"] else ""
-    lines += ["", f"**D (the default of `auto_fallback`)**: **{d['verdict']}**{state} on {d['pairs_measured']} of "
-              f"{d['pairs_planned']} pairs measured: the selection alone misses in {len(d['misses'])} "
-              f"({', '.join(d['misses']) or 'none'}), the fallback rescues {len(d['rescued'])} of them "
-              f"({', '.join(d['rescued']) or 'none'}); the selection alone holds in {len(d['selection_holds'])}, "
-              f"the fallback costs {len(d['costs'])} of them ({', '.join(d['costs']) or 'none'}). `bonus` needs "
-              ">= 3 misses, rescues >= 2/3 of them and no cost.", "",
-              "**S (seeds 1 and 2 where the result is close)**, from seed 0:", ""]
+    lines += ["", "**F3 (what the fallback with `auto_w_max: 3` adds; phase B3, the deviation of 2026-11-28)**, per "
+              "pair: F's definitions with B3 in place of B; beside it, descriptive, B3 − B (W ≤ 3 against W ≤ 50):", "",
+              "| pair | without | with (W ≤ 3) | d3 (points) | Δ pass@1 (points) | Δ pass@8 (points) | verdict | "
+              "B3 − B: band, pass@1, pass@8 (points) |", "|---|---|---|---|---|---|---|---|"]
+    for key, p in rules.get("F3", {}).items():
+        ab = p.get("against_b") or {}
+        lines.append(f"| {key} | {_pct(_get(result, p['without']))} | {_pct(_get(result, p['with']))} | "
+                     f"{_f(p.get('d_points'), '{:+.1f}')} | {_f(p.get('d_pass@1_points'), '{:+.1f}')} | "
+                     f"{_f(p.get('d_pass@k_points'), '{:+.1f}')} | {p['verdict']} | "
+                     f"{_f(ab.get('d_rolling_points'), '{:+.1f}')}, {_f(ab.get('d_pass@1_points'), '{:+.1f}')}, "
+                     f"{_f(ab.get('d_pass@k_points'), '{:+.1f}')} |")
+    lines += ["", _d_line("D (the default of `auto_fallback`; on F, W ≤ 50)", rules["D"])]
+    if "D3" in rules:
+        a = rules["D_amended"]
+        state = " (provisional)" if a["provisional"] else ""
+        choice = (f"`bonus` with the hand-off at W {a['hand_off_w']}" if a["verdict"] == "bonus" else "`none`")
+        lines += ["", _d_line("D's criterion on F3 (W ≤ 3)", rules["D3"]), "",
+                  f"**D as amended (2026-11-28)**: **{choice}**{state}: the criterion is met by "
+                  f"{', '.join(f'W ≤ {w}' for w in a['meets']) or 'neither'}; rescued pairs holding H: "
+                  f"{a['rescued_pairs_holding_h'][50]} with W ≤ 50, {a['rescued_pairs_holding_h'][3]} with W ≤ 3 "
+                  "(both met: the larger count wins, a tie keeps 50)."]
+    lines += ["", "**S (seeds 1 and 2 where the result is close)**, from seed 0:", ""]
     for task, picks in rules["S"].items():
         lines.append(f"- {task}: " + ("; ".join(
             f"{m} ({', '.join(why)}; seeds finished: {rules['H'][f'{task}/{m}']['seeds_finished']}, H and F read on "
             "their mean)" for m, why in picks.items()) or "none"))
     return lines
+
+
+def _d_line(title: str, d: dict[str, Any]) -> str:
+    state = f" (provisional: {len(d['pairs_not_run_yet'])} pairs not run yet)" if d["provisional"] else ""
+    return (f"**{title}**: **{d['verdict']}**{state} on {d['pairs_measured']} of "
+            f"{d['pairs_planned']} pairs measured: the selection alone misses in {len(d['misses'])} "
+            f"({', '.join(d['misses']) or 'none'}), the fallback rescues {len(d['rescued'])} of them "
+            f"({', '.join(d['rescued']) or 'none'}); the selection alone holds in {len(d['selection_holds'])}, "
+            f"the fallback costs {len(d['costs'])} of them ({', '.join(d['costs']) or 'none'}). `bonus` needs "
+            ">= 3 misses, rescues >= 2/3 of them and no cost.")
 
 
 def _get(result: dict[str, Any], cell: str) -> float | None:
@@ -171,9 +200,14 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines + _rules_section(result)) + "\n"
 
 
+VARIANTS = (("none", False), ("bonus", False), ("bonus", True))  # fallback, and whether it is phase B3's (W <= 3)
+HATCH = {("none", False): None, ("bonus", False): "//", ("bonus", True): "xx"}
+
+
 def figure(result: dict[str, Any], path: Path) -> Path:
     """Per task, the band of the 21-step mean per (width, actuator, target), without (solid) and with (hatched) the
-    fallback; a missing cell leaves its place empty; the 90 % line dashed."""
+    fallback (hatched; cross-hatched: with ``auto_w_max: 3``, phase B3); a missing cell leaves its place empty; the
+    90 % line dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -188,14 +222,14 @@ def figure(result: dict[str, Any], path: Path) -> Path:
         cells, ws = result["tasks"][task]["cells"], widths(task)
         for i, w in enumerate(ws):
             for j, ((act, tgt), colour) in enumerate(colours.items()):
-                for k, fb in enumerate(("none", "bonus")):
-                    m = next((m for m, s in slots(task).items() if (s.width, s.actuator, s.target, s.fallback)
-                              == (w, act, tgt, fb)), None)
+                for k, (fb, b3) in enumerate(VARIANTS):
+                    m = next((m for m, s in slots(task).items() if (s.width, s.actuator, s.target, s.fallback,
+                                                                     s.phase == "B3") == (w, act, tgt, fb, b3)), None)
                     v = (cells[m].get("reading") or {}).get("rolling") if m else None
-                    x = i + (2 * j + k - 3.5) * 0.1
+                    x = i + (3 * j + k - 5.5) * 0.07
                     if v is not None:
-                        ax.bar(x, 100 * v, width=0.1, color=colour, hatch="//" if fb == "bonus" else None,
-                               edgecolor="black", linewidth=0.3)
+                        ax.bar(x, 100 * v, width=0.07, color=colour, hatch=HATCH[(fb, b3)], edgecolor="black",
+                               linewidth=0.3)
         ax.axhline(100 * HOLD, ls="--", color="black", lw=0.8)
         ax.set_xticks(range(len(ws)), [f"hidden {w}" for w in ws])
         ax.set_xlim(-0.5, len(ws) - 0.5)
@@ -205,12 +239,13 @@ def figure(result: dict[str, Any], path: Path) -> Path:
         ax.set_title(f"{task}: {done} of {len(cells)} seed-0 cells finished")
         if not any(c.get("reading") for c in cells.values()):
             ax.text(0.5, 0.5, "not run yet", transform=ax.transAxes, ha="center", va="center", color="grey")
-    handles = [Patch(facecolor=colour, edgecolor="black", hatch="//" if fb == "bonus" else None,
-                     label=f"{act} {tgt}, fallback {fb}") for (act, tgt), colour in colours.items()
-               for fb in ("none", "bonus")]
+    planned = {(x.actuator, x.target, x.fallback, x.phase == "B3") for t in TASKS for x in slots(t).values()}
+    handles = [Patch(facecolor=colour, edgecolor="black", hatch=HATCH[(fb, b3)],
+                     label=f"{act} {tgt}, fallback {fb}{' (W ≤ 3)' if b3 else ''}") for (act, tgt), colour in colours.items()
+               for fb, b3 in VARIANTS if (act, tgt, fb, b3) in planned]
     handles.append(Line2D([], [], ls="--", color="black", label="90 % (rule H)"))
-    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -81,6 +81,19 @@ def rule_d(pairs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             "turn_it_on_in": rescued}
 
 
+def rule_d_amended(d: Mapping[str, Any], d3: Mapping[str, Any], f: Mapping[str, Mapping[str, Any]],
+                   f3: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """D as amended on 2026-11-28 (phase B3): D's criterion on F (the fallback with W <= 50) and on F3 (W <= 3). One
+    meets it: ``bonus`` with that hand-off bound. Both: the one whose rescued pairs hold H in more pairs (a tie keeps
+    50). Neither: ``none``. Provisional while either is."""
+    holds = {50: sum(bool(f[k].get("with_fallback_holds")) for k in d["rescued"]),
+             3: sum(bool(f3[k].get("with_fallback_holds")) for k in d3["rescued"])}
+    meets = [w for w, x in ((50, d), (3, d3)) if x["verdict"] == "bonus"]
+    bound = None if not meets else meets[0] if len(meets) == 1 else (3 if holds[3] > holds[50] else 50)
+    return {"verdict": "bonus" if bound else "none", "hand_off_w": bound, "meets": meets,
+            "provisional": bool(d["provisional"] or d3["provisional"]), "rescued_pairs_holding_h": holds}
+
+
 def rule_s(rolling: Mapping[str, float | None], pairs: Mapping[str, tuple[str, str, float | None]]
            ) -> dict[str, list[str]]:
     """S: cell -> why it gets seeds 1 and 2. ``rolling``: seed 0's rolling band per cell; ``pairs``: pair ->

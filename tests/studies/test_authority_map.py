@@ -72,6 +72,26 @@ def test_d_thresholds() -> None:
     assert d["verdict"] == "bonus" and d["provisional"] and d["pairs_measured"] == 3
 
 
+def test_d_amended_chooses_the_hand_off_bound() -> None:
+    """D as amended (phase B3): D's criterion on F (W <= 50) and on F3 (W <= 3); one met: that bound; both: more
+    rescued pairs holding H wins, a tie keeps 50; neither: none."""
+    held, rescued_only, miss_not = rules.rule_f(_r(0.4), _r(0.95)), rules.rule_f(_r(0.4), _r(0.65)), rules.rule_f(_r(0.4), _r(0.45))
+    assert held["with_fallback_holds"] and not rescued_only["with_fallback_holds"] and rescued_only["rescue"]
+    f50, f3 = _pairs(rescued_only, rescued_only, miss_not), _pairs(held, held, held)
+    d50, d3 = rules.rule_d(f50), rules.rule_d(f3)
+    assert d50["verdict"] == "bonus" and d3["verdict"] == "bonus"
+    a = rules.rule_d_amended(d50, d3, f50, f3)
+    assert a["verdict"] == "bonus" and a["hand_off_w"] == 3 and a["meets"] == [50, 3]
+    assert a["rescued_pairs_holding_h"] == {50: 0, 3: 3}
+    tie = rules.rule_d_amended(d50, d50, f50, f50)
+    assert tie["hand_off_w"] == 50  # both met, the same count: 50 stays
+    none3 = rules.rule_d(_pairs(miss_not, miss_not, miss_not))
+    assert rules.rule_d_amended(d50, none3, f50, _pairs(miss_not, miss_not, miss_not))["hand_off_w"] == 50
+    assert rules.rule_d_amended(none3, d3, f50, f3)["hand_off_w"] == 3
+    neither = rules.rule_d_amended(none3, none3, f50, f3)
+    assert neither["verdict"] == "none" and neither["hand_off_w"] is None and not neither["provisional"]
+
+
 def test_r_on_a_constructed_grpo_entropy_series() -> None:
     falls = [1.0 - 0.55 * i / 199 for i in range(200)]  # 1.0 -> 0.45
     r = rules.rule_r(falls, 21)
@@ -123,6 +143,7 @@ def test_analysis_on_fake_cells(tmp_path: Path) -> None:
     _cell(tmp_path, "arithmetic", "sens_t07_fb_h64", HELD, target=0.7, fallback="bonus", coef=0.1, p1=0.47)
     _cell(tmp_path, "arithmetic", "c2_t07_h64", HELD, target=0.7, p1=0.50)
     _cell(tmp_path, "arithmetic", "c2_t07_fb_h64", HELD, target=0.7, fallback="bonus", p1=0.47)
+    _cell(tmp_path, "arithmetic", "sens_t07_fb3_h64", HELD, target=0.7, fallback="bonus", coef=0.1, p1=0.52)
     _cell(tmp_path, "arithmetic", "c2_t07_h128", HELD, target=0.7, done=False, width=128)  # running: not run yet
     (tmp_path / "arithmetic" / "runs" / "c2_t07_fb_h128" / "seed0").mkdir(parents=True)  # done, unreadable
     (tmp_path / "arithmetic" / "runs" / "c2_t07_fb_h128" / "seed0" / "compare_done.json").write_text("{}")
@@ -143,11 +164,18 @@ def test_analysis_on_fake_cells(tmp_path: Path) -> None:
     assert cost["verdict"] == "costs" and cost["d_pass@1_points"] == pytest.approx(-3.0)
     assert r["F"]["arithmetic h128 C2 0.5x"]["verdict"].startswith("skipped")
     assert r["D"]["verdict"] == "none" and r["D"]["provisional"]  # one miss measured, and one cost
+    f3 = r["F3"]["arithmetic h64 sensitivity 0.7x"]  # phase B3 against the selection alone, and against B
+    assert f3["verdict"] == "rescues" and f3["with"] == "arithmetic/sens_t07_fb3_h64"
+    assert f3["against_b"]["b"] == "arithmetic/sens_t07_fb_h64" and f3["against_b"]["d_rolling_points"] == 0.0
+    assert f3["against_b"]["d_pass@1_points"] == pytest.approx(5.0)
+    assert r["D3"]["rescued"] == ["arithmetic h64 sensitivity 0.7x"] and r["D_amended"]["verdict"] == "none"
     out = tmp_path / "out"
     assert an.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     md = (out / "authority_map.md").read_text()
     assert "| 64 | sensitivity | 0.7x | bonus | B | finished | 1 |" in md and (out / "authority_map.png").is_file()
-    assert json.loads((out / "authority_map.json").read_text())["n_seed0_finished"] == 7  # the unreadable too
+    assert json.loads((out / "authority_map.json").read_text())["n_seed0_finished"] == 8  # the unreadable too
+    assert "| 64 | sensitivity | 0.7x | bonus (W ≤ 3) | B3 | finished | 1 |" in md
+    assert "| arithmetic h64 sensitivity 0.7x | 13.1 % | 100.0 % | +86.9 | +2.0 | +0.0 | rescues | +0.0, +5.0, +0.0 |" in md  # F3 row
     assert ("- hidden 64, sensitivity 0.7x, fallback none: below the band on average (mean 0.54x the target): out of "
             "authority, W at its bound on 100 % of steps, L+ empty on 100 %.") in md  # LOST: (20 x 0.7 + 79 x 0.3) / 99 / 0.7
     assert "hidden 64, C2 0.7x, fallback none:" not in md  # it holds: no "why"
@@ -181,9 +209,12 @@ def test_analysis_on_an_empty_run_root(tmp_path: Path) -> None:
     an = _load("analyze")
     assert an.main(["--runs", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 0
     res = json.loads((tmp_path / "out" / "authority_map.json").read_text())
-    assert res["n_seed0_finished"] == 0 and res["n_seed0_cells"] == 81
+    assert res["n_seed0_finished"] == 0 and res["n_seed0_cells"] == 99  # 81 registered + 18 of phase B3
     assert {c["state"] for t in res["tasks"].values() for c in t["cells"].values()} == {"not run yet"}
     assert {p["verdict"] for p in res["rules"]["F"].values()} == {"not run yet"}
+    assert len(res["rules"]["F3"]) == 18 and {p["verdict"] for p in res["rules"]["F3"].values()} == {"not run yet"}
+    assert res["rules"]["D_amended"] == {"verdict": "none", "hand_off_w": None, "meets": [], "provisional": True,
+                                         "rescued_pairs_holding_h": {"50": 0, "3": 0}}  # json: the keys are strings
 
 
 def test_s_on_fake_cells_and_the_warm_start_check(tmp_path: Path) -> None:
@@ -233,10 +264,13 @@ def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -
     cd = rc.cell_driver  # the driver module run_cells' blocks were built with
     study = rc.STUDY
     static = [c for b in study.order if b.when is None for c in b.cells()]
-    assert len(static) == 45 and all(c.seed == 0 for c in static)  # per task: phase A (9), then its phase B (6)
+    assert len(static) == 63 and all(c.seed == 0 for c in static)  # per task: phase A (9), B (6), then B3 (6)
     assert [c.method for c in static[:3]] == ["grpo_h64", "c2_t07_h64", "sens_t07_h64"]
-    assert [(c.part, c.method) for c in (static[8], static[9], static[15])] == [
-        ("arithmetic", "sens_t07_h256"), ("arithmetic", "c2_t07_fb_h64"), ("countdown", "grpo_h128")]
+    assert [(c.part, c.method) for c in (static[8], static[9], static[15], static[21])] == [
+        ("arithmetic", "sens_t07_h256"), ("arithmetic", "c2_t07_fb_h64"), ("arithmetic", "c2_t07_fb3_h64"),
+        ("countdown", "grpo_h128")]
+    assert {rc.slots(c.part)[c.method].phase for c in static[15:21]} == {"B3"}
+    assert all(rc.slots(c.part)[c.method].w_max == 3.0 for c in static[15:21])
     assert study.parallel == 2 and "STARE_RL_CACHE" in study.needs_env
     assert study.pins == cd.KERNEL_PINS and study.analyze_args == ("--runs", "{run_root}", "--out", "{docs}")
     block = next(b for b in study.order if b.when is not None and b.part == "arithmetic" and "c2_t05_h64" in b.methods)
