@@ -130,6 +130,7 @@ def test_one_warning_when_w_stays_at_its_bound(caplog):
     warnings = [r for r in caplog.records if "run out of authority" in r.getMessage()]
     assert len(warnings) == 1 and "auto_w_max=50.0" in warnings[0].getMessage()
     assert "stare_sensitivity" in warnings[0].getMessage()
+    assert "auto_fallback 'bonus'" in warnings[0].getMessage() and "low auto_w_max" in warnings[0].getMessage()
     quiet = AutoWeightController(TARGET)  # W reaches its bound but the entropy keeps crossing back: no warning
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="stare_rl.methods.stare.auto"):
