@@ -114,8 +114,10 @@ def test_sigkill_during_the_warm_start_then_resume_last_matches(
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     _, stderr = proc.communicate(timeout=600)
     assert proc.returncode == -signal.SIGKILL, stderr[-2000:]
-    (partial,) = list(cache.iterdir())  # the killed warm start's temporary dir, never a cache entry
+    # the killed warm start's temporary dir, never a cache entry, and its lock file (its lock died with it)
+    lock, partial = sorted(cache.iterdir())
     assert partial.name.startswith(".tmp-") and partial.name.endswith(f"-{proc.pid}")
+    assert lock.name == ".lock-" + partial.name[len(".tmp-"):-len(f"-{proc.pid}")]
     assert sorted(p.name for p in run.iterdir()) == ["config.yaml"]  # killed before any checkpoint
 
     # without --resume_from_checkpoint the run dir is refused (never overwritten) ...
@@ -125,7 +127,7 @@ def test_sigkill_during_the_warm_start_then_resume_last_matches(
     assert cli.main(_argv(data, run, cache, "--resume_from_checkpoint", "last")) == 0
     assert "holds a run stopped before its first complete checkpoint; starting it again from step 0" in (
         capsys.readouterr().out)
-    (entry,) = [p for p in cache.iterdir() if p.name != "evals"]
+    (entry,) = [p for p in cache.iterdir() if p.name != "evals"]  # the partial dir and the stale lock are gone
     (ref_entry,) = [p for p in ref_cache.iterdir() if p.name != "evals"]
     assert entry.name == ref_entry.name and _same_weights(entry, ref_entry)
     history = [json.loads((e / "warmstart.json").read_text())["history"] for e in (entry, ref_entry)]

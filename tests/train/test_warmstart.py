@@ -138,7 +138,7 @@ def test_processes_sharing_a_cache_train_a_setting_once(tmp_path, monkeypatch, c
     first.join()
     assert len(calls) == 1 and paths == [second] and (second / WARMSTART_FILE).is_file()
     assert any("is training" in r.getMessage() and second.name in r.getMessage() for r in caplog.records)
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp")]
+    assert [p.name for p in tmp_path.iterdir()] == [second.name]  # no .tmp-* left, and the lock file is deleted
 
     def failing_train(task, config, seed, out, progress):
         raise RuntimeError("killed mid-way")

@@ -11,7 +11,8 @@ The result is a normal Hugging Face model directory (``save_pretrained`` model +
 also holds ``warmstart.json`` (settings, metric history, wall time) and ``stare_task.json`` (which task and
 settings the model was trained for, read by ``stare eval``). Written to a temporary directory, then renamed.
 Processes that share a cache train each setting once: the first takes ``.lock-<task>-<hash>`` beside the entry
-(``flock``, released by the kernel if the process dies) and the others wait for it, then read its result.
+(``flock``, released by the kernel if the process dies; the file is deleted when the lock is let go) and the others
+wait for it, then read its result.
 """
 
 from __future__ import annotations
@@ -206,11 +207,15 @@ def warm_start(
 @contextlib.contextmanager
 def _training_lock(cache_dir: Path, name: str) -> Iterator[None]:
     """Hold ``cache_dir/.lock-<name>`` exclusively: one process trains a setting, the others sharing the cache
-    wait here (it names the holder's pid) instead of training the same model beside it."""
+    wait here (it names the holder's pid) instead of training the same model beside it. The holder deletes the file
+    before it lets go, so a finished cache holds none; a waiter that then holds a deleted file's lock opens the
+    path again (the usual flock-and-unlink pattern: two processes never both hold the path's lock)."""
     if fcntl is None:
         yield
         return
-    with open(cache_dir / f".lock-{name}", "a+") as f:
+    path = cache_dir / f".lock-{name}"
+    while True:
+        f = open(path, "a+")  # noqa: SIM115  (closed below, or when the lock is released)
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -218,16 +223,23 @@ def _training_lock(cache_dir: Path, name: str) -> Iterator[None]:
             holder = f.read().strip() or "another process"
             logger.warning("warm start: pid %s is training %s in this cache; waiting for it", holder, name)
             fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            current = os.stat(path).st_ino == os.fstat(f.fileno()).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            break
+        f.close()  # the holder deleted it while this one waited: lock the path's new file
+    try:
         f.seek(0)
         f.truncate()
         f.write(str(os.getpid()))
         f.flush()
-        try:
-            yield
-        finally:
-            f.truncate(0)
-            f.flush()
-            fcntl.flock(f, fcntl.LOCK_UN)
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        fcntl.flock(f, fcntl.LOCK_UN)
+        f.close()
 
 
 def sft_rows(task: Task, rows: list[dict[str, str]], seed: int, correct_frac: float = 1.0) -> list[dict[str, str]]:
