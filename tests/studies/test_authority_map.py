@@ -371,3 +371,19 @@ def test_the_committed_report_is_the_analysis_of_the_committed_cells(tmp_path: P
     committed = STUDY.parents[1] / "docs" / "results" / "authority_map"
     assert an.main(["--runs", str(committed), "--out", str(tmp_path), "--cache", str(tmp_path / "none")]) == 0
     assert (tmp_path / "authority_map.md").read_text() == (committed / "authority_map.md").read_text()
+
+
+def test_the_library_default_follows_rule_d_once_the_map_is_complete() -> None:
+    """`auto_fallback`'s default is what the committed map's rule D (as amended) decides, once it is no longer
+    provisional; until then it stays `none`, as the README's block says (HYPOTHESES.md, rule D)."""
+    from stare_rl.methods.stare.auto import AutoWeightConfig
+
+    committed = json.loads((STUDY.parents[1] / "docs" / "results" / "authority_map" / "authority_map.json").read_text())
+    d = committed["rules"]["D_amended"]
+    default = AutoWeightConfig()
+    if d["provisional"]:
+        assert default.auto_fallback == "none"
+    else:
+        assert default.auto_fallback == d["verdict"]
+        if d["verdict"] == "bonus" and d["hand_off_w"] == 50:
+            assert default.auto_w_max == 50.0
