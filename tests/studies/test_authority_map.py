@@ -387,3 +387,5 @@ def test_the_library_default_follows_rule_d_once_the_map_is_complete() -> None:
         assert default.auto_fallback == d["verdict"]
         if d["verdict"] == "bonus" and d["hand_off_w"] == 50:
             assert default.auto_w_max == 50.0
+        # W 3 needs a hand-off bound of its own (with the fallback off, W keeps 50): build it, then test it here
+        assert d["hand_off_w"] != 3, "rule D chose the hand-off at W 3: the library has no such setting yet"
