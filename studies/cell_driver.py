@@ -432,8 +432,19 @@ def _progress(d: Path) -> str:
     if not times:
         return "started, no step logged"
     ckpts = sorted(int(p.name.split("-")[1]) for p in d.glob("checkpoint-*"))
-    return (f"unfinished, {max((r.get('step', 0) for r in rows), default=0)} steps logged, last checkpoint "
-            f"{ckpts[-1] if ckpts else None}, mean step_time {sum(times) / len(times):.2f} s")
+    step, mean = max((r.get("step", 0) for r in rows), default=0), sum(times) / len(times)
+    total = _max_steps(d)
+    left = "" if total is None else f", about {max(total - step, 0) * mean / 60:.0f} min of {total} steps left"
+    return (f"unfinished, {step} steps logged, last checkpoint {ckpts[-1] if ckpts else None}, mean step_time "
+            f"{mean:.2f} s{left}")
+
+
+def _max_steps(d: Path) -> int | None:
+    """The run's ``max_steps`` from its resolved config.yaml (a plain ``max_steps: N`` line), if it says."""
+    cfg = d / "config.yaml"
+    lines = cfg.read_text(errors="replace").splitlines() if cfg.is_file() else []
+    found = [x.split(":", 1)[1].strip() for x in lines if x.startswith("max_steps:")]
+    return int(found[0]) if found and found[0].isdigit() else None
 
 
 def status(study: Study, root: Path, procs: list[Foreign] | None = None) -> str:

@@ -113,6 +113,9 @@ def test_status_and_dry_run_lines(cd, study, tmp_path: Path, monkeypatch) -> Non
                      "a stare/seed1: started, no step logged, running in pid 77",
                      "bb grpo/seed0: starting (no run dir yet: warm start or reference evaluation), running in pid 78"]
     assert cd.status(study, root, procs=foreign[:1]).splitlines()[-1] == "bb grpo/seed0: not started"
+    (cd.run_dir(root, cells[2]) / "config.yaml").write_text("lr: 1\nmax_steps: 63\n")  # 60 steps left at 3.00 s
+    assert cd.status(study, root, procs=foreign).splitlines()[3].endswith(
+        "mean step_time 3.00 s, about 3 min of 63 steps left, running in pid 77")
     assert cd.dry_run(study, root).splitlines() == [
         "a   grpo/seed0: committed", "a   stare/seed0: finished, not committed", "a   grpo/seed1: resume",
         "a   stare/seed1: resume", "bb  grpo/seed0: fresh"]
