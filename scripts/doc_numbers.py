@@ -491,6 +491,11 @@ def render_frontier_reading() -> str:
 
 
 # ------------------------------------------------------------------------------------ weight_control: auto
+def _centred21(xs: list[float]) -> list[float]:
+    """The centred 21-step moving mean, cut at both ends (summarise.py's and the frontier's smoothing)."""
+    return [statistics.fmean(xs[max(0, i - 10):i + 11]) for i in range(len(xs))]
+
+
 def _metrics(rel: str) -> list[dict]:
     with gzip.open(RESULTS / rel, "rt") as f:
         return [json.loads(line) for line in f]
@@ -2464,7 +2469,7 @@ def _noise(name: str, target: float = 0.3) -> tuple[float, float, float]:
              if (hs := [r[key] for r in rows if key in r]))
     first = next(i for i, v in enumerate(h) if abs(v / target - 1) <= 0.1 or (v - target) * (h[0] - target) < 0)
     tail = h[first:]
-    smooth = [statistics.fmean(tail[max(0, i - 10):i + 11]) for i in range(len(tail))]
+    smooth = _centred21(tail)
     noise = statistics.stdev(a - b for a, b in zip(tail, smooth, strict=True)) / target
     return 100 * noise, 100 * math.erf(0.1 / (math.sqrt(2) * noise)), statistics.fmean(tail)
 
@@ -2789,7 +2794,7 @@ def methods_defaults_numbers() -> list[str]:
     the right-signed share of C2's L+ (as compare.md's table) and countdown_cot's start entropy."""
     h, _ = _wc("grpo_arith_s0")
     hs = [h[s] for s in sorted(h)]
-    smooth = [statistics.fmean(hs[max(0, i - 10):i + 11]) for i in range(len(hs))]
+    smooth = _centred21(hs)
     sigma = statistics.stdev(a - b for a, b in zip(hs, smooth, strict=True))
     o1, c2 = _fixed_w_offsets()
     nsr = [r for r in _metrics("entrocraft_nsr/advantage_sign_cell/metrics.jsonl.gz")
@@ -3016,7 +3021,7 @@ def fallback_handoff_readme_numbers() -> list[str]:
     sens = _metrics(f"{HANDOFF_RUNS['sens_h128_w50']}/metrics.jsonl.gz")
     target = sens[-1]["control/target_entropy"]
     h = [r["control/batch_entropy"] for r in sens]
-    smooth = [statistics.fmean(h[max(0, i - 10):i + 11]) for i in range(len(h))]
+    smooth = _centred21(h)
     inside = [abs(m - target) <= 0.1 * target + 1e-12 for m in smooth]
     settled = next(i for i in range(len(inside)) if all(inside[i:])) + 1  # the logged step (steps start at 1)
     first = _load("fallback_handoff/summary.json")["sens_h128_w50"]["first_crossing_step"]
@@ -3038,7 +3043,7 @@ def controller_authority_readme_numbers() -> list[str]:
     rows = [r for r in _metrics("controller_authority/runs/countdown_auto_t05/metrics.jsonl.gz")
             if "control/batch_entropy" in r]
     h = [r["control/batch_entropy"] for r in rows]
-    smooth = [statistics.fmean(h[max(0, i - 10):i + 11]) for i in range(len(h))]  # centred 21-step mean
+    smooth = _centred21(h)  # centred 21-step mean
     reached = next(r["step"] for r, m in zip(rows, smooth, strict=True) if m <= 0.5 * h[0])
     cell = "frontier_cot/runs/stare_auto_t05/seed0"
     w_max = float(yaml.safe_load((RESULTS / cell / "config.yaml").read_text())["auto_w_max"])
