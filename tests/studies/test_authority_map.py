@@ -374,18 +374,18 @@ def test_the_committed_report_is_the_analysis_of_the_committed_cells(tmp_path: P
 
 
 def test_the_library_default_follows_rule_d_once_the_map_is_complete() -> None:
-    """`auto_fallback`'s default is what the committed map's rule D (as amended) decides, once it is no longer
-    provisional; until then it stays `none`, as the README's block says (HYPOTHESES.md, rule D)."""
-    from stare_rl.methods.stare.auto import AutoWeightConfig
+    """`auto_fallback`'s default, and the hand-off bound (auto_w_max unset with the bonus), are what the committed
+    map's rule D (as amended) decides, once it is no longer provisional; until then the fallback stays `none` and
+    the hand-off bound 50, as the README's block says (HYPOTHESES.md, rule D). W alone keeps 50 either way."""
+    from stare_rl.methods.stare.auto import HAND_OFF_W, AutoWeightConfig
 
     committed = json.loads((STUDY.parents[1] / "docs" / "results" / "authority_map" / "authority_map.json").read_text())
     d = committed["rules"]["D_amended"]
     default = AutoWeightConfig()
+    assert AutoWeightConfig(auto_fallback="none").auto_w_max == 50.0
     if d["provisional"]:
-        assert default.auto_fallback == "none"
+        assert default.auto_fallback == "none" and HAND_OFF_W == 50.0
     else:
         assert default.auto_fallback == d["verdict"]
-        if d["verdict"] == "bonus" and d["hand_off_w"] == 50:
-            assert default.auto_w_max == 50.0
-        # W 3 needs a hand-off bound of its own (with the fallback off, W keeps 50): build it, then test it here
-        assert d["hand_off_w"] != 3, "rule D chose the hand-off at W 3: the library has no such setting yet"
+        if d["verdict"] == "bonus":
+            assert AutoWeightConfig(auto_fallback="bonus").auto_w_max == d["hand_off_w"] == HAND_OFF_W

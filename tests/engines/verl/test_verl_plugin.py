@@ -313,6 +313,22 @@ def test_exact_ppo_loss_keeps_the_entropy_gradient_for_the_fallback_bonus() -> N
     mask = data["response_mask"]
     torch.testing.assert_close(entropy.grad, torch.where(mask, -c / mask.sum(), 0.0))
 
+def test_an_unset_w_bound_follows_the_fallback_under_verl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """stare_auto_w_max unset (null in verl's config): the core's rule, 50 alone and the hand-off bound with the
+    bonus; a value given is kept and a bad one is named as verl spells it."""
+    from stare_rl.methods.stare import auto
+
+    monkeypatch.setattr(auto, "HAND_OFF_W", 3.0)
+    pl = V.StareRLPolicyLossConfig(loss_mode="stare", stare_weight_control="auto", stare_auto_fallback="bonus")
+    assert pl.stare_auto_w_max is None and V.method_config("stare", pl).auto_w_max == 3.0
+    alone = V.StareRLPolicyLossConfig(loss_mode="stare", stare_weight_control="auto")
+    assert V.method_config("stare", alone).auto_w_max == 50.0
+    given = V.StareRLPolicyLossConfig(loss_mode="stare", stare_auto_fallback="bonus", stare_auto_w_max=10.0)
+    assert V.method_config("stare", given).auto_w_max == 10.0
+    with pytest.raises(ValueError, match=r"policy_loss\.stare_auto_w_max=1\.0: auto_w_max=1\.0 must be"):
+        V.StareRLPolicyLossConfig(stare_auto_w_max=1.0)
+
+
 def test_the_old_name_of_gate_entropy_is_read_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     """``stare_gate`` (before issue 44) still sets the mode, through core.legacy's one reader; given beside a
     different ``gate_entropy`` it is refused, naming both."""

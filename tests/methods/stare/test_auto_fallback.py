@@ -108,6 +108,45 @@ def test_the_bonus_bound_defines_the_state_only_when_the_bonus_can_act() -> None
     assert AutoWeightConfig().auto_bonus_max == 1.0  # TRL's own adaptive entropy bound
 
 
+def test_an_unset_w_bound_follows_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto_w_max unset: W_MAX_ALONE (50) without a fallback; with the bonus, HAND_OFF_W, where the bonus takes over
+    (rule D of the authority map chooses it). It is its own value: set to 3, W alone keeps 50. A value given is
+    kept either way, and the STARE configs hold the bound the run uses (config.yaml logs it)."""
+    from stare_rl.methods.stare import auto
+
+    assert AutoWeightConfig().auto_w_max == auto.W_MAX_ALONE == 50.0
+    assert AutoWeightConfig(auto_fallback="bonus").auto_w_max == auto.HAND_OFF_W
+    monkeypatch.setattr(auto, "HAND_OFF_W", 3.0)
+    assert AutoWeightConfig(auto_fallback="bonus").auto_w_max == 3.0
+    assert AutoWeightConfig(auto_fallback="none").auto_w_max == 50.0
+    assert AutoWeightConfig(auto_fallback="bonus", auto_w_max=20.0).auto_w_max == 20.0
+    for cls in (StareConfig, StareSensitivityConfig):
+        assert cls(weight_control="auto", auto_fallback="bonus").auto_w_max == 3.0
+        assert cls(weight_control="auto").auto_w_max == 50.0
+    ctrl = AutoWeightController(0.3, AutoWeightConfig(auto_fallback="bonus"))
+    assert ctrl.config.u_max == pytest.approx(math.log(3.0)) and ctrl.config.demand_max == pytest.approx(math.log(9.0))
+    with pytest.raises(ValueError, match=r"auto_fallback='entropy'"):  # the fallback is checked before it is read
+        AutoWeightConfig(auto_fallback="entropy")
+
+
+def test_the_w_bound_the_run_uses_reaches_every_surface(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """TRL's StareGRPOConfig and `stare train` leave auto_w_max unset (None = the method's default) and build the
+    method config with the bound resolved from the fallback; `stare train`'s config.yaml holds the number."""
+    from stare_rl.methods.stare import auto
+    from stare_rl.train.plan import plan_run
+    from stare_rl.trl import StareGRPOConfig
+
+    monkeypatch.setattr(auto, "HAND_OFF_W", 3.0)
+    args = StareGRPOConfig(output_dir=str(tmp_path / "api"), method="stare", weight_control="auto",
+                           auto_fallback="bonus", report_to="none")
+    assert args.auto_w_max is None and args.loss_setup().method_config.auto_w_max == 3.0
+    plan = plan_run(["--method", "stare_sensitivity", "--weight_control", "auto", "--auto_fallback", "bonus",
+                     "--output_dir", str(tmp_path / "cli")])
+    assert plan.setup.method_config.auto_w_max == 3.0 and plan.explicit["auto_w_max"] == 3.0
+    plan = plan_run(["--method", "stare", "--weight_control", "auto", "--output_dir", str(tmp_path / "alone")])
+    assert plan.explicit["auto_w_max"] == 50.0
+
+
 @pytest.mark.parametrize("field, value", [("auto_fallback", "entropy"), ("auto_bonus_max", 0.0),
                                           ("auto_bonus_max", float("nan")), ("auto_bonus_max", -1.0)])
 def test_bad_settings_name_field_and_value(field: str, value: object) -> None:

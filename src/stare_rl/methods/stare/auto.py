@@ -49,6 +49,10 @@ from stare_rl.control.target import EntropyTarget, start_entropy_of
 logger = logging.getLogger(__name__)
 
 FALLBACKS = ("none", "bonus")  # auto_fallback: what acts once W is at its bound
+W_MAX_ALONE = 50.0  # auto_w_max unset, without a fallback: W is the only actuator
+# auto_w_max unset, with auto_fallback bonus: W's bound is where the bonus takes over. The authority map's rule D (as
+# amended; studies/authority_map/HYPOTHESES.md) chooses it from 50 and 3; until the map is complete it stays 50.
+HAND_OFF_W = 50.0
 SATURATION_WARN_STEPS = 50  # consecutive steps at W = auto_w_max with H below the target before the one warning
 AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
 _NEG_TOL = 1e-6  # entropies this far below 0 are rounding, not bugs
@@ -74,8 +78,12 @@ class AutoWeightConfig:
         metadata={"help": "auto: integral gain k_i, log W added per step per unit relative error (sets the held "
                           "strength); default 0.5."},
     )
-    auto_w_max: float = field(
-        default=50.0, metadata={"help": "auto: upper bound of W (> 1); u = log W is in [0, log w_max]; default 50."}
+    auto_w_max: float | None = field(
+        default=None,
+        metadata={"help": "auto: upper bound of W (> 1); u = log W is in [0, log auto_w_max]. Unset: 50 with "
+                          "auto_fallback none (W_MAX_ALONE); with auto_fallback bonus, the hand-off bound where the "
+                          "bonus takes over (HAND_OFF_W, 50; the authority map's rule D chooses it, docs/methods.md). "
+                          "The run's config.yaml logs the value used."},
     )
     auto_m_min: float = field(
         default=0.02,
@@ -112,8 +120,13 @@ class AutoWeightConfig:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
                 raise ValueError(f"{name}={value!r} must be a finite number >= 0")
+        if self.auto_fallback not in FALLBACKS:
+            raise ValueError(f"auto_fallback={self.auto_fallback!r} is not one of {list(FALLBACKS)}")
+        if self.auto_w_max is None:  # resolved once, here: the config (and the run's config.yaml) holds the value used
+            object.__setattr__(self, "auto_w_max", HAND_OFF_W if self.auto_fallback == "bonus" else W_MAX_ALONE)
         w_max, m_min, rate, beta = self.auto_w_max, self.auto_m_min, self.auto_rate_limit, self.auto_smoothing
-        if not (isinstance(w_max, (int, float)) and math.isfinite(w_max) and w_max > 1.0):
+        if not (isinstance(w_max, (int, float)) and not isinstance(w_max, bool) and math.isfinite(w_max)
+                and w_max > 1.0):
             raise ValueError(f"auto_w_max={w_max!r} must be a finite number > 1")
         if not (isinstance(m_min, (int, float)) and 0.0 < m_min <= 1.0):
             raise ValueError(f"auto_m_min={m_min!r} must be in (0, 1]")
@@ -121,8 +134,6 @@ class AutoWeightConfig:
             raise ValueError(f"auto_rate_limit={rate!r} must be a finite number > 0")
         if not (isinstance(beta, (int, float)) and 0.0 <= beta < 1.0):
             raise ValueError(f"auto_smoothing={beta!r} must be in [0, 1)")
-        if self.auto_fallback not in FALLBACKS:
-            raise ValueError(f"auto_fallback={self.auto_fallback!r} is not one of {list(FALLBACKS)}")
         bonus_max = self.auto_bonus_max
         if not (isinstance(bonus_max, (int, float)) and math.isfinite(bonus_max) and bonus_max > 0.0):
             raise ValueError(f"auto_bonus_max={bonus_max!r} must be a finite number > 0")

@@ -120,7 +120,9 @@ def check_stare_fields(cfg: StareControlFields) -> None:
             StareWeightSchedule.from_config(cfg)
         except ValueError as err:  # name the config fields, not the controller's arguments
             raise ValueError(f"weight_control='paper': {err} (weight_alpha / weight_w_max / weight_m_min)") from err
-    auto_weight_config(cfg)  # validates the auto_* fields whatever the mode: a typo fails before a long run
+    # validates the auto_* fields whatever the mode (a typo fails before a long run), and resolves an unset
+    # auto_w_max from auto_fallback (W_MAX_ALONE or HAND_OFF_W): the config holds the bound the run uses
+    object.__setattr__(cfg, "auto_w_max", auto_weight_config(cfg).auto_w_max)
 
 
 def auto_weight_config(cfg: StareControlFields) -> AutoWeightConfig:
