@@ -31,7 +31,7 @@ class Slot(NamedTuple):
     actuator: str  # "grpo" | "C2" | "sensitivity"
     target: str | None  # "0.7x" | "0.5x" | None (GRPO)
     fallback: str  # "none" | "bonus"
-    w_max: float | None = None  # auto_w_max where the grid sets it (B3: 3), else None (the library's 50)
+    w_max: float | None = None  # auto_w_max as the grid spells it (B and C with the fallback: 50, B3: 3); else None
 
     @property
     def phase(self) -> str:
