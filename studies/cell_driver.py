@@ -8,6 +8,7 @@ which gives every study the same command line:
     python studies/<study>/run_cells.py --dry-run                         # the cells in order and their state
     python studies/<study>/run_cells.py --status                          # + steps logged, checkpoint, s per step
     touch RUN_ROOT/STOP                                  # start no new cell (running ones finish and are committed)
+    kill DRIVER_PID                                      # stop now: each running cell checkpoints its current step
 
 Each cell is one ``stare compare --config GRID --out RUN_ROOT/<part> --methods M --seeds S --parallel 1`` under
 ``nice -n 19`` with the study's pins over the caller's environment, so an interrupted cell resumes from its last
@@ -23,6 +24,11 @@ page that has no uncommitted edits, and commits exactly ``<docs>`` and those pag
 writing it) is left alone and the commit message says so; its block is then re-rendered by the next cell, or by hand
 (``python scripts/doc_numbers.py --write --block NAME``). A part named ``""`` is a study of one grid whose ``--out``
 is the run root itself.
+
+``kill`` (SIGTERM) on the driver stops the running cells without losing their steps: it passes the signal to each
+``stare compare`` it runs (adopted ones too), which passes it to its ``stare train``; that one finishes the step in
+progress, checkpoints it and exits (``CheckpointOnSignal``). The driver waits for them, commits any cell that
+finished meanwhile, and exits; started again, it resumes each cell from the step it stopped at.
 
 A cell that another ``stare compare`` (one the driver did not start: a previous driver's, after a restart) is running
 is adopted, not started twice: it takes one of the ``--parallel`` slots, the next cells start beside it, and the
@@ -47,6 +53,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -587,14 +594,64 @@ def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit) ->
     running: list[tuple[Cell, subprocess.Popen | Adopted, float]] = []
     waiting: list[Block] = []
     _adopt_running(root, todo, running)  # even under STOP: they run already, and are committed when they end
-    while todo or running:
-        _start_next(study, root, todo, running, parallel, commit, waiting)
-        if (root / "STOP").exists() and not running:
-            print(f"{time.strftime('%H:%M:%S')} STOP: {len(todo)} cells not started", flush=True)
-            break
-        time.sleep(10)
-        _reap(study, root, todo, running, commit)
+    stop = _StopOnSignal()
+    try:
+        while todo or running:
+            if stop.signum is not None:
+                _stop_running(study, root, todo, running, commit, stop.signum)
+                return 0
+            _start_next(study, root, todo, running, parallel, commit, waiting)
+            if (root / "STOP").exists() and not running:
+                print(f"{time.strftime('%H:%M:%S')} STOP: {len(todo)} cells not started", flush=True)
+                break
+            stop.sleep(10)
+            _reap(study, root, todo, running, commit)
+    finally:
+        stop.restore()
     return 0
+
+
+class _StopOnSignal:
+    """SIGTERM to the driver: note it (the loop stops the cells at its next turn) and wake the loop's sleep."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.previous = signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.signum = signum
+
+    def sleep(self, seconds: float) -> None:
+        if self.signum is None:  # a signal mid-sleep: the sleep ends as scheduled, then the loop stops the cells
+            time.sleep(seconds)
+
+    def restore(self) -> None:
+        signal.signal(signal.SIGTERM, self.previous)
+
+
+def _stop_running(study: Study, root: Path, todo: list, running: list, commit: Commit, signum: int) -> None:
+    """Pass ``signum`` to every running cell's ``stare compare`` (its ``stare train`` checkpoints the step in
+    progress and exits), wait for them all, and commit a cell that finished meanwhile."""
+    name = signal.Signals(signum).name
+    print(f"{time.strftime('%H:%M:%S')} {name}: stopping {len(running)} running cell(s); each checkpoints its "
+          f"current step", flush=True)
+    for _, proc, _ in running:
+        try:
+            os.kill(proc.pid, signum)
+        except ProcessLookupError:
+            pass
+    while any(proc.poll() is None for _, proc, _ in running):
+        time.sleep(0.5)
+    for item in list(running):
+        c, proc, d = item[0], item[1], run_dir(root, item[0])
+        if proc.returncode == 0 and (d / DONE).is_file():
+            continue  # finished before the signal reached it: _reap commits it
+        steps = [int(p.name.split("-")[1]) for p in d.glob("checkpoint-*") if (p / "trainer_state.json").is_file()]
+        print(f"{time.strftime('%H:%M:%S')} stopped {c.method}/seed{c.seed}{_where(c)}: last checkpoint "
+              f"{max(steps, default=None)}; the next driver resumes it from there", flush=True)
+        todo.insert(0, c)
+        running.remove(item)
+    _reap(study, root, todo, running, commit)
 
 
 def _adopt_running(root: Path, todo: list, running: list) -> int:

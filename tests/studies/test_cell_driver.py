@@ -267,6 +267,60 @@ def test_an_adopted_run_that_ends_unfinished_goes_back_to_the_head_of_the_queue(
     assert not running and todo == study.cells()  # started again next, from its checkpoint
 
 
+def test_sigterm_to_the_driver_passes_to_every_running_cell_and_requeues_them(cd, study, tmp_path: Path,
+                                                                              monkeypatch, capsys) -> None:
+    """`kill DRIVER_PID`: SIGTERM goes to each running cell's stare compare (its own and an adopted one); the driver
+    waits for them, commits a cell that finished before the signal reached it, puts the others back at the head of
+    the queue with their last checkpoint said, starts nothing and hands SIGTERM's handler back."""
+    import os
+    import signal
+
+    root = tmp_path / "runs"
+    first, second = study.cells()[:2]
+    _fake_cell(cd, root, first, done=False)
+    _fake_cell(cd, root, second, done=False)
+    foreign = cd.Foreign(9, (root / first.part).resolve(),
+                         ["stare", "compare", "--out", "x", "--methods", first.method, "--seeds", str(first.seed)])
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [foreign])
+    alive = {9: True, 101: True}
+    monkeypatch.setattr(cd, "pid_alive", lambda pid: alive[pid])
+
+    class Own:  # the driver's own stare compare of `second`
+        pid, returncode = 101, None
+
+        def poll(self):  # noqa: ANN202
+            if not alive[101]:
+                self.returncode = 1
+            return self.returncode
+
+    launched: list = []
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: launched.append(c) or Own())
+    monkeypatch.setattr(cd, "refresh_report", lambda *a: None)
+    sent: list[tuple[int, int]] = []
+    real_kill = os.kill
+
+    def kill(pid: int, signum: int) -> None:
+        if pid == os.getpid():
+            return real_kill(pid, signum)
+        sent.append((pid, signum))
+        alive[pid] = False
+        if pid == 9:  # the adopted one had just finished its cell
+            (cd.run_dir(root, first) / "compare_done.json").write_text(json.dumps({"wall_s": 10.0}))
+
+    monkeypatch.setattr(cd.os, "kill", kill)
+    ticks = iter(range(1000))
+    monkeypatch.setattr(cd.time, "sleep", lambda _s: next(ticks) == 0 and real_kill(os.getpid(), signal.SIGTERM))
+    before = signal.getsignal(signal.SIGTERM)
+    commits: list[str] = []
+    assert cd.run(study, root, 2, commit=lambda f, m: commits.append(m) or "") == 0
+    assert sorted(sent) == [(9, signal.SIGTERM), (101, signal.SIGTERM)] and launched == [second]
+    assert len(commits) == 1 and f"{first.method}/seed{first.seed} (a grid)" in commits[0]
+    out = capsys.readouterr().out
+    assert "SIGTERM: stopping 2 running cell(s); each checkpoints its current step" in out
+    assert f"stopped {second.method}/seed{second.seed} (a): last checkpoint None" in out  # fake: no trainer state
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_the_doc_blocks_are_re_rendered_on_pages_nobody_is_editing(cd, study, tmp_path: Path, monkeypatch) -> None:
     """A page whose block quotes the study's results is re-rendered and committed with the cell, so no committed page
     quotes a stale count; a page with uncommitted edits (someone writing it) is left alone and the commit says so."""

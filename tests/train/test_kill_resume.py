@@ -197,6 +197,44 @@ def test_killed_mid_grpo_then_in_the_final_evaluation_resumes_identically(
     assert_same_run(run, ref_run)
 
 
+SIGTERM_IN_STEP_2 = """
+import os, signal, sys
+from stare_rl.engines.trl import callbacks
+
+def on_step_begin(self, args, state, control, **kwargs):
+    if state.global_step == 1:  # as step 2 starts: the scheduler's SIGTERM arrives mid-step
+        os.kill(os.getpid(), signal.SIGTERM)
+
+callbacks.CheckpointOnSignal.on_step_begin = on_step_begin
+from stare_rl import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_sigterm_mid_grpo_checkpoints_that_step_and_resume_last_matches(
+    tmp_path: Path, reference: tuple[str, Path, Path]
+) -> None:
+    """`kill PID` (a scheduler's preemption): step 2 finishes and is checkpointed although save_steps is 3, the
+    exit status is 128 + 15 with one line saying how to go on, and the resumed run equals the uninterrupted one."""
+    data, cache, ref_run = reference
+    run = tmp_path / "run"
+    argv = [*_argv(data, run, cache), "--save_steps", "3"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"),
+                                                        os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", SIGTERM_IN_STEP_2, *argv], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
+    said = proc.stdout + proc.stderr
+    assert (f"stare train: stopped by SIGTERM after step 2: {run / 'checkpoint-2'} holds it (no final model or "
+            "evaluation yet); re-run the same command with --resume_from_checkpoint last") in said
+    assert [r["step"] for r in read_metrics(run)] == [1, 2]
+    assert [c.name for c in RunLayout(run).checkpoints()] == ["checkpoint-2"]
+    assert not (run / "model").exists() and not (run / "eval.json").exists()
+    assert not (run / "train_summary.json").exists()
+    assert cli.main([*argv, "--resume_from_checkpoint", "last"]) == 0
+    assert_same_run(run, ref_run)
+
+
 @pytest.mark.parametrize("where", ["controller state", "optimizer", "metrics"])
 def test_disk_full_while_checkpointing_one_line_and_the_last_checkpoint_resumes(
     tmp_path: Path, reference: tuple[str, Path, Path], monkeypatch: pytest.MonkeyPatch,

@@ -196,8 +196,10 @@ def run_cells(grid: Grid, cells: list[Cell]) -> list[Cell]:
                     logger.info("[%d/%d] FAILED %s (exit %d) after %.0f s; log %s:\n  %s", finished, total, cell.name,
                                 proc.returncode, wall, cell.run_dir / "train.log", "\n  ".join(tail))
     except KeyboardInterrupt:
-        for cell, proc, log, _, _ in running:  # only the processes this command started
-            proc.terminate()
+        for _, proc, _, _, _ in running:  # only the processes this command started; SIGTERM: each one finishes
+            proc.terminate()  # its step in progress and checkpoints it (stare train's CheckpointOnSignal)
+        for cell, proc, log, _, _ in running:
+            logger.info("stopping %s: its step in progress finishes and is checkpointed", cell.name)
             proc.wait()
             log.close()
             logger.info("interrupted %s: re-run the same command to resume", cell.name)

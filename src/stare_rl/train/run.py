@@ -20,8 +20,10 @@ import json
 import logging
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from typing import Any
 import torch
 import yaml
 
+from stare_rl.engines.trl.callbacks import CheckpointOnSignal
 from stare_rl.engines.trl.eval import HeldOutEvalCallback
 from stare_rl.engines.trl.rewards import make_reward_func
 from stare_rl.engines.trl.tools import make_tool_reward_func
@@ -85,10 +88,27 @@ def main(argv: list[str]) -> int:
         logger.error("stare train: error: %s", _disk_error(err, prepared.plan.grpo.output_dir))
         return 1
     logger.info(describe_run_dir(run_dir))
+    if isinstance(stopped, SignalStop):
+        logger.warning("stare train: %s", stopped.message())
+        return 128 + stopped.signum  # the shell's status for "ended by this signal"
     if stopped:
         logger.error("stare train: error: %s", stopped)
         return 1
     return 0
+
+
+@dataclass(frozen=True)
+class SignalStop:
+    """Training stopped by a signal (SIGTERM) after checkpointing ``step`` into ``checkpoint``."""
+
+    signum: int
+    step: int
+    checkpoint: Path
+
+    def message(self) -> str:
+        return (f"stopped by {signal.Signals(self.signum).name} after step {self.step}: {self.checkpoint} holds it "
+                "(no final model or evaluation yet); re-run the same command with --resume_from_checkpoint last to "
+                "go on exactly from there")
 
 
 DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)  # the disk, not the program
@@ -113,11 +133,12 @@ def _write_config(path: Path, explicit: dict[str, Any]) -> None:
     write_text_atomic(path, header + yaml.safe_dump(plain, sort_keys=True))
 
 
-def execute(prep: Prepared) -> tuple[Path, str | None]:
+def execute(prep: Prepared) -> tuple[Path, str | SignalStop | None]:
     """Warm start (cached) -> GRPO with the method -> save -> held-out evaluation.
 
     Returns:
-        The run dir, and why training stopped early (a non-finite loss; nothing saved) or ``None``.
+        The run dir, and why training stopped early or ``None``: a non-finite loss (a string; nothing saved), or
+        a SIGTERM (:class:`SignalStop`; the step in progress finished and checkpointed).
     """
     import datasets
     from transformers.utils import logging as hf_logging
@@ -204,7 +225,7 @@ def evaluate_policy(prep: Prepared, model: Any, tokenizer: Any, cache: Path | No
     return result, hit
 
 
-def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any) -> str | None:
+def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any) -> str | SignalStop | None:
     """GRPO with the method, save the final model, evaluate it on the held-out rows; the early-stop reason."""
     from datasets import Dataset
 
@@ -223,7 +244,8 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
         args=grpo,
         train_dataset=Dataset.from_list(prep.train_rows),
         processing_class=tokenizer,
-        callbacks=[watch, *_curve_callbacks(prep, tokenizer)],  # curve before the metrics.jsonl writer
+        # curve before the metrics.jsonl writer; SIGTERM finishes the step, checkpoints it and stops
+        callbacks=[watch, preempt := CheckpointOnSignal(), *_curve_callbacks(prep, tokenizer)],
         **extra,
     )
     short = disk_warning(trainer.model, grpo, grpo.output_dir)
@@ -247,6 +269,9 @@ def _train_and_evaluate(prep: Prepared, model: Any, tokenizer: Any, layout: Any)
             trainer.train(resume_from_checkpoint=prep.resume)
     if watch.stopped:
         return watch.stopped
+    if preempt.stopped_at is not None and preempt.received is not None:
+        (layout.root / TRAIN_SUMMARY_FILE).unlink(missing_ok=True)  # the run is not finished: it looks like one killed
+        return SignalStop(preempt.received, preempt.stopped_at, layout.root / f"checkpoint-{preempt.stopped_at}")
     _save_final_model(trainer, tokenizer, prep.task, layout.model)
     after = _evaluate(prep, trainer.model, tokenizer, layout.eval, "held-out evaluation") if ta.final_eval else None
     steps = trainer.state.global_step or _checkpoint_step(prep.resume)

@@ -137,3 +137,42 @@ def test_each_rank_trains_on_full_batches_of_informative_groups(ranks) -> None:
 def test_ranks_end_with_identical_weights(ranks) -> None:
     a, b = ranks
     assert a["params"] == b["params"]
+
+
+def _sigterm_worker(rank: int, port: int, out_dir: str) -> None:
+    """Rank 1 alone gets SIGTERM as step 2 starts; both ranks run CheckpointOnSignal."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
+                      WORLD_SIZE=str(WORLD), LOCAL_WORLD_SIZE=str(WORLD))
+    torch.set_num_threads(1)
+    from test_checkpoint_on_signal import SigtermAt
+    from test_trl_engine import make_trainer, step_logs
+
+    from stare_rl.engines.trl.callbacks import CheckpointOnSignal
+
+    stop = CheckpointOnSignal()
+    trainer = make_trainer(Path(out_dir) / f"rank{rank}", "stare", {"weight_control": "auto"}, max_steps=4,
+                           per_device_train_batch_size=PER_RANK, save_strategy="steps", save_steps=10,
+                           callbacks=[stop, *([SigtermAt(2)] if rank == 1 else [])])
+    assert trainer.accelerator.num_processes == WORLD
+    trainer.train()
+    (Path(out_dir) / f"stop{rank}.json").write_text(json.dumps(
+        {"stopped_at": stop.stopped_at, "received": stop.received, "steps": len(step_logs(trainer)),
+         "global_step": trainer.state.global_step}))
+
+
+def test_sigterm_to_one_rank_stops_both_at_the_same_step_with_a_checkpoint(tmp_path: Path) -> None:
+    """The flag is reduced over the ranks: rank 0, which got no signal, saves and stops at rank 1's step too
+    (otherwise it would wait forever in the next step's collectives)."""
+    for attempt in (1, 2):
+        out = tmp_path / f"try{attempt}"
+        out.mkdir()
+        try:
+            mp.spawn(_sigterm_worker, args=(_free_port(), str(out)), nprocs=WORLD, join=True)
+            break
+        except mp.ProcessExitedException as err:  # gloo's rendezvous under load, as in `ranks`
+            if attempt == 2 or err.signal_name is None:
+                raise
+    stops = [json.loads((out / f"stop{r}.json").read_text()) for r in range(WORLD)]
+    assert [s["stopped_at"] for s in stops] == [2, 2] and [s["global_step"] for s in stops] == [2, 2]
+    assert [s["steps"] for s in stops] == [2, 2] and all(s["received"] == 15 for s in stops)
+    assert (out / "rank0" / "checkpoint-2" / "trainer_state.json").is_file()
