@@ -432,18 +432,64 @@ def runner(root: Path, c: Cell, procs: list[Foreign]) -> int | None:
                  and _names(p.argv, "--seeds", str(c.seed))), None)
 
 
-def _progress(d: Path) -> str:
+def _steps(d: Path) -> tuple[int, float] | None:
+    """(last step logged, mean step_time) of a run dir's metrics.jsonl; None before its first step."""
     log = d / "metrics.jsonl"
     rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.is_file() else []
     times = [r["step_time"] for r in rows if isinstance(r.get("step_time"), (int, float))]
     if not times:
+        return None
+    return max((r.get("step", 0) for r in rows), default=0), sum(times) / len(times)
+
+
+def _seconds_left(d: Path) -> float | None:
+    """Training seconds left in an unfinished run dir (steps left x its mean step_time), if it can tell."""
+    done, total = _steps(d), _max_steps(d)
+    return None if done is None or total is None else max(total - done[0], 0) * done[1]
+
+
+def _progress(d: Path) -> str:
+    done = _steps(d)
+    if done is None:
         return "started, no step logged"
     ckpts = sorted(int(p.name.split("-")[1]) for p in d.glob("checkpoint-*"))
-    step, mean = max((r.get("step", 0) for r in rows), default=0), sum(times) / len(times)
-    total = _max_steps(d)
-    left = "" if total is None else f", about {max(total - step, 0) * mean / 60:.0f} min of {total} steps left"
+    (step, mean), total, left_s = done, _max_steps(d), _seconds_left(d)
+    left = "" if left_s is None else f", about {left_s / 60:.0f} min of {total} steps left"
     return (f"unfinished, {step} steps logged, last checkpoint {ckpts[-1] if ckpts else None}, mean step_time "
             f"{mean:.2f} s{left}")
+
+
+def _time_left(study: Study, root: Path, listing: list[tuple[Cell | None, str]], parallel: int) -> str:
+    """One line: the core-hours the listed cells still need, each not-started cell at the mean wall of the
+    committed cells that start from the same model (``start_group``; else the same grid part), each unfinished one
+    at its steps left; cells with nothing to go by, and blocks not decided yet, are counted apart."""
+    group = study.start_group or (lambda c: c.part)
+    walls: dict[Hashable, list[float]] = {}
+    for c in study.cells():
+        if study.committed(c):
+            wall = json.loads((study.docs_dir(c) / DONE).read_text()).get("wall_s")
+            if isinstance(wall, (int, float)):
+                walls.setdefault(group(c), []).append(float(wall))
+    seconds, unknown, undecided = 0.0, 0, 0
+    for c, note in listing:
+        if c is None:  # a block's cells skipped, or not decided yet
+            undecided += UNDECIDED in note
+            continue
+        d = run_dir(root, c)
+        if study.committed(c) or (d / DONE).is_file():
+            continue
+        left = _seconds_left(d) if d.exists() else None
+        known = walls.get(group(c))
+        if left is None and known:
+            left = sum(known) / len(known)
+        if left is None:
+            unknown += 1
+        else:
+            seconds += left
+    hours = seconds / 3600
+    return (f"left: about {hours:.1f} h of cell time (about {hours / max(parallel, 1):.1f} h at --parallel {parallel}), "
+            f"each cell not started at the mean wall of the committed cells that start from its model; not counted: "
+            f"{unknown} cell(s) with no such cell committed yet, {undecided} block(s) not decided yet")
 
 
 def _max_steps(d: Path) -> int | None:
@@ -456,12 +502,14 @@ def _max_steps(d: Path) -> int | None:
 
 def status(study: Study, root: Path, procs: list[Foreign] | None = None) -> str:
     """One line per cell: committed / finished (wall s) / running or interrupted (steps logged, last checkpoint,
-    mean step_time of the logged steps; the pid of the stare compare running it) / not started."""
+    mean step_time of the logged steps; the pid of the stare compare running it) / not started; then the time
+    left (:func:`_time_left`)."""
     procs = foreign_runs(exclude=set()) if procs is None else procs
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, run root {root}, load average {load} "
              f"(1/5/15 min) on {os.cpu_count()} CPUs"]
-    for c, note in _listing(study, root):
+    listing = _listing(study, root)
+    for c, note in listing:
         if c is None:
             lines.append(note)
             continue
@@ -478,7 +526,11 @@ def status(study: Study, root: Path, procs: list[Foreign] | None = None) -> str:
             lines.append(f"{head}: starting (no run dir yet: warm start or reference evaluation), running in pid {pid}")
         else:
             lines.append(f"{head}: not started{note}")
+    lines.append(_time_left(study, root, listing, study.parallel))
     return "\n".join(lines)
+
+
+UNDECIDED = "decided when the driver reaches it"
 
 
 def _listing(study: Study, root: Path) -> list[tuple[Cell | None, str]]:
@@ -496,7 +548,7 @@ def _listing(study: Study, root: Path) -> list[tuple[Cell | None, str]]:
         rest = [c for c in b.cells() if c not in picked and not study.committed(c)]
         out += [(c, "") for c in b.cells() if c not in picked and study.committed(c)]
         if rest:
-            what = "decided when the driver reaches it" if pick.methods is None else "skipped"
+            what = UNDECIDED if pick.methods is None else "skipped"
             ms, seeds = list(dict.fromkeys(c.method for c in rest)), list(dict.fromkeys(c.seed for c in rest))
             names = ", ".join(ms) if len(ms) <= 6 else f"{len(ms)} methods"
             out.append((None, f"{_where(rest[0], '{} ')}{len(rest)} cells ({names}; seed{'s' * (len(seeds) > 1)} "

@@ -308,14 +308,18 @@ def test_a_conditional_block_in_the_generic_driver(tmp_path: Path) -> None:
     assert study.planned(tmp_path) == [("p", "a", 0)]  # undecided: nothing of the block counted yet
     assert cd.dry_run(study, tmp_path).splitlines() == [
         "p  a/seed0: fresh", "p 4 cells (b, c; seeds 0, 1): decided when the driver reaches it (rule X)"]
+    assert cd.status(study, tmp_path, procs=[]).splitlines()[-1].endswith(
+        "not counted: 1 cell(s) with no such cell committed yet, 1 block(s) not decided yet")
     (tmp_path / "go").touch()
     assert study.planned(tmp_path) == [("p", "a", 0), ("p", "b", 0), ("p", "b", 1)]
     assert cd.dry_run(study, tmp_path).splitlines() == [
         "p  a/seed0: fresh", "p  b/seed0: fresh (rule X)", "p  b/seed1: fresh (rule X)",
         "p 2 cells (c; seeds 0, 1): skipped (rule X)"]
-    assert cd.status(study, tmp_path, procs=[]).splitlines()[1:] == [
+    assert cd.status(study, tmp_path, procs=[]).splitlines()[1:-1] == [
         "p a/seed0: not started", "p b/seed0: not started (rule X)", "p b/seed1: not started (rule X)",
         "p 2 cells (c; seeds 0, 1): skipped (rule X)"]
+    assert cd.status(study, tmp_path, procs=[]).splitlines()[-1].endswith(
+        "not counted: 3 cell(s) with no such cell committed yet, 0 block(s) not decided yet")  # skipped: not a wait
     boom = cd.Study(tag="#0", grids={"p": tmp_path}, docs=tmp_path, analyze=tmp_path, run_root=tmp_path,
                     order=(cd.Block("p", (0,), ("a",), lambda root, running: 1 / 0),))
     assert cd.decide(boom.order[0], tmp_path, None) == cd.Pick((), "its rule failed: ZeroDivisionError: division by zero")

@@ -106,16 +106,22 @@ def test_status_and_dry_run_lines(cd, study, tmp_path: Path, monkeypatch) -> Non
     foreign = [cd.Foreign(77, (root / "a").resolve(), ["stare", "compare", "--out", "x", "--methods", "grpo,stare"]),
                cd.Foreign(78, (root / "bb").resolve(), ["stare", "compare", "--methods", "grpo", "--seeds", "0"])]
     lines = cd.status(study, root, procs=foreign).splitlines()[1:]
+    # left: grpo/seed1 and stare/seed1 (no max_steps to go by) at the mean wall of part a's committed cell
+    assert lines.pop() == (f"left: about 0.7 h of cell time (about {0.7 / study.parallel:.1f} h at --parallel "
+                           f"{study.parallel}), each cell not started at the mean wall of the committed cells that start "
+                           "from its model; not counted: 1 cell(s) with no such cell committed yet, 0 block(s) not "
+                           "decided yet")
     assert lines == ["a grpo/seed0: committed, 1234 s wall",
                      "a stare/seed0: finished, not committed",
                      "a grpo/seed1: unfinished, 3 steps logged, last checkpoint 2, mean step_time 3.00 s, "
                      "running in pid 77",
                      "a stare/seed1: started, no step logged, running in pid 77",
                      "bb grpo/seed0: starting (no run dir yet: warm start or reference evaluation), running in pid 78"]
-    assert cd.status(study, root, procs=foreign[:1]).splitlines()[-1] == "bb grpo/seed0: not started"
+    assert cd.status(study, root, procs=foreign[:1]).splitlines()[-2] == "bb grpo/seed0: not started"
     (cd.run_dir(root, cells[2]) / "config.yaml").write_text("lr: 1\nmax_steps: 63\n")  # 60 steps left at 3.00 s
-    assert cd.status(study, root, procs=foreign).splitlines()[3].endswith(
-        "mean step_time 3.00 s, about 3 min of 63 steps left, running in pid 77")
+    after = cd.status(study, root, procs=foreign).splitlines()
+    assert after[3].endswith("mean step_time 3.00 s, about 3 min of 63 steps left, running in pid 77")
+    assert after[-1].startswith("left: about 0.4 h of cell time")  # 180 s + 1234.4 s
     assert cd.dry_run(study, root).splitlines() == [
         "a   grpo/seed0: committed", "a   stare/seed0: finished, not committed", "a   grpo/seed1: resume",
         "a   stare/seed1: resume", "bb  grpo/seed0: fresh"]
