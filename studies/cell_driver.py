@@ -142,6 +142,8 @@ class Study:
         doc_blocks: the numbers blocks (scripts/doc_numbers.py ``BLOCKS``) that render from this study's results,
             re-rendered and committed with each cell, so that no committed page quotes a stale cell count.
         start_group: the cell -> the model it starts from (None: every cell its own); see the module's text.
+        skip: (cell, run root) -> the registered reason not to run the cell, or None; asked as the cell would
+            start, so it can read what earlier cells built (e.g. its width's warm start did not learn the task).
     """
 
     tag: str
@@ -157,6 +159,7 @@ class Study:
     cells_noun: str = "cells"
     doc_blocks: tuple[str, ...] = ()
     start_group: Callable[[Cell], Hashable] | None = None
+    skip: Callable[[Cell, Path], str | None] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted({b.part for b in self.order} - set(self.grids))
@@ -478,6 +481,8 @@ def _time_left(study: Study, root: Path, listing: list[tuple[Cell | None, str]],
         d = run_dir(root, c)
         if study.committed(c) or (d / DONE).is_file():
             continue
+        if not d.exists() and study.skip is not None and study.skip(c, root):
+            continue  # will not run
         left = _seconds_left(d) if d.exists() else None
         known = walls.get(group(c))
         if left is None and known:
@@ -524,6 +529,8 @@ def status(study: Study, root: Path, procs: list[Foreign] | None = None) -> str:
             lines.append(f"{head}: {_progress(d)}{f', running in pid {pid}' if pid else ''}")
         elif pid := runner(root, c, procs):  # no run dir yet: its stare compare is building the starting model
             lines.append(f"{head}: starting (no run dir yet: warm start or reference evaluation), running in pid {pid}")
+        elif study.skip is not None and (why := study.skip(c, root)):
+            lines.append(f"{head}: not run: {why}")
         else:
             lines.append(f"{head}: not started{note}")
     lines.append(_time_left(study, root, listing, study.parallel))
@@ -601,6 +608,10 @@ def _start_next(study: Study, root: Path, todo: list, running: list, parallel: i
         if c is None:
             return
         todo.remove(c)
+        why = study.skip(c, root) if study.skip is not None and not run_dir(root, c).exists() else None
+        if why:  # a started cell (its run dir exists) is always finished
+            print(f"{time.strftime('%H:%M:%S')} skip {c.method}/seed{c.seed}{_where(c)}: {why}", flush=True)
+            continue
         running.append((c, launch(study, root, c), time.time()))
         print(f"{time.strftime('%H:%M:%S')} start {c.method}/seed{c.seed}{_where(c)}", flush=True)
 

@@ -14,7 +14,8 @@ width, decided when the driver reaches it: its cells are queued only once that w
 rule R holds on it (GRPO's centred 21-step mean batch entropy at or below 0.5x of its start on some step); then
 seeds 1 and 2 of the cells rule S selects from seed 0 (a rolling band in [80, 90) %, or a pair's d in [15, 25)
 points), decided once that task's seed-0 cells have finished. R and S are analyze.py's own functions, so the driver
-runs what the analysis reports.
+runs what the analysis reports. A wider width whose warm start did not learn the task (HYPOTHESES.md, "Warm
+starts": its cells are not scored) has its remaining cells skipped once that warm start is known (analyze.py's check).
 
 Each cell is one `stare compare --config studies/authority_map/<task>.yaml --out RUN_ROOT/<task> --methods M --seeds S
 --parallel 1` under `nice -n 19` with the frontier's kernel pins (ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2
@@ -37,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # studies/: the shared driver
 sys.path.insert(0, str(HERE))  # this study's modules, as when analyze.py runs as a script
 import cell_driver  # noqa: E402, F401  (the module the blocks are built with: the tests drive it)
-from authority_grids import GRIDS, REFERENCE, TASKS, methods, reference, slots, widths  # noqa: E402
+from authority_grids import GRIDS, REFERENCE, TASKS, default_width, methods, reference, slots, widths  # noqa: E402
 from cell_driver import DONE, ROOT, Block, Cell, Pick, Study, main, run_dir  # noqa: E402
 
 DOCS = ROOT / "docs" / "results" / "authority_map"
@@ -107,6 +108,21 @@ def order() -> tuple[Block, ...]:
     return ab + c + s
 
 
+def unlearned_width(c: Cell, root: Path) -> str | None:
+    """HYPOTHESES.md, "Warm starts": a wider width whose warm start does not learn the task is reported as such and
+    its cells are not scored, so the driver does not run them. Known once a cell of the width (its GRPO cell, the
+    first) has built the warm start; until then None, and the default width never. The analysis's own check."""
+    w = slots(c.part)[c.method].width
+    if w == default_width(c.part):
+        return None
+    rec = _analysis().warmstarts(root, c.part, _cache())[w]
+    if rec.get("learns") is not False:
+        return None
+    return (f"the hidden-{w} warm start did not learn {c.part} (greedy accuracy {rec['greedy_acc']:.3f}, "
+            f"{rec['ratio_to_default']:.2f}x the default width's, below {_analysis().LEARNS}): its cells are not "
+            f"scored (HYPOTHESES.md, \"Warm starts\")")
+
+
 def warm_start_of(c: Cell) -> tuple[str, int]:
     """The warm start a cell starts from: one per task and width (cells of a new width wait for its first cell)."""
     return c.part, slots(c.part)[c.method].width
@@ -125,6 +141,7 @@ STUDY = Study(
     cells_noun="cells planned so far",
     doc_blocks=("authority-map",),  # README.md "Which setting to start with", re-rendered with each cell
     start_group=warm_start_of,
+    skip=unlearned_width,
 )
 
 if __name__ == "__main__":

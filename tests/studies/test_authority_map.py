@@ -393,3 +393,21 @@ def test_the_library_default_follows_rule_d_once_the_map_is_complete() -> None:
         assert default.auto_fallback == d["verdict"]
         if d["verdict"] == "bonus":
             assert AutoWeightConfig(auto_fallback="bonus").auto_w_max == d["hand_off_w"] == HAND_OFF_W
+
+
+def test_the_cells_of_a_width_whose_warm_start_did_not_learn_are_not_run(monkeypatch, tmp_path: Path) -> None:
+    """HYPOTHESES.md, "Warm starts": a wider width's cells are not scored when its warm start's greedy accuracy is
+    below half the default width's, so the driver skips them once the warm start is known; the default width
+    and a width not built yet run."""
+    rc = _load("run_cells")
+    an = rc._analysis()
+    records = {64: {"learns": True}, 128: {"learns": None}, 256: {"learns": False, "greedy_acc": 0.1,
+                                                                   "ratio_to_default": 0.2}}
+    monkeypatch.setattr(an, "warmstarts", lambda root, task, cache: records)
+    cell = rc.Cell
+    assert rc.unlearned_width(cell("countdown_cot", "c2_t07_h64", 0), tmp_path) is None
+    assert rc.unlearned_width(cell("countdown_cot", "c2_t07_h128", 0), tmp_path) is None
+    why = rc.unlearned_width(cell("countdown_cot", "sens_t07_fb3_h256", 0), tmp_path)
+    assert why == ("the hidden-256 warm start did not learn countdown_cot (greedy accuracy 0.100, 0.20x the default "
+                   "width's, below 0.5): its cells are not scored (HYPOTHESES.md, \"Warm starts\")")
+    assert rc.STUDY.skip is rc.unlearned_width

@@ -327,6 +327,31 @@ def test_sigterm_to_the_driver_passes_to_every_running_cell_and_requeues_them(cd
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_a_cell_the_study_skips_is_not_started_and_status_says_why(cd, study, tmp_path: Path, monkeypatch,
+                                                                    capsys) -> None:
+    """Study.skip is asked as a cell would start (not for a cell already started): a reason leaves it out, the
+    next cell starts in its slot, and --status shows the reason instead of "not started"."""
+    import dataclasses
+
+    root = tmp_path / "runs"
+    skipping = dataclasses.replace(study, skip=lambda c, r: "its model did not learn" if c.method == "stare" else None)
+    launched: list = []
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [])
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: launched.append(c) or type("P", (), {"pid": 1,
+                                                                                           "poll": lambda self: None})())
+    todo, running = skipping.cells(), []
+    cd._start_next(skipping, root, todo, running, 2, lambda f, m: "", [])
+    assert [c.method for c in launched] == ["grpo", "grpo"] and [c.seed for c in launched] == [0, 1]
+    assert "skip stare/seed0 (a): its model did not learn" in capsys.readouterr().out
+    lines = cd.status(skipping, root, procs=[]).splitlines()
+    assert "a stare/seed0: not run: its model did not learn" in lines
+    started = [c for c in skipping.cells() if c.method == "stare"][1]  # started before: finished, not skipped
+    cd.run_dir(root, started).mkdir(parents=True)
+    todo, running = [started], []
+    cd._start_next(skipping, root, todo, running, 2, lambda f, m: "", [])
+    assert launched[-1] == started
+
+
 def test_the_doc_blocks_are_re_rendered_on_pages_nobody_is_editing(cd, study, tmp_path: Path, monkeypatch) -> None:
     """A page whose block quotes the study's results is re-rendered and committed with the cell, so no committed page
     quotes a stale count; a page with uncommitted edits (someone writing it) is left alone and the commit says so."""
