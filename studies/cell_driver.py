@@ -9,6 +9,7 @@ which gives every study the same command line:
     python studies/<study>/run_cells.py --status                          # + steps logged, checkpoint, s per step
     touch RUN_ROOT/STOP                                  # start no new cell (running ones finish and are committed)
     kill DRIVER_PID                                      # stop now: each running cell checkpoints its current step
+    kill -KILL DRIVER_PID                                # restart the driver alone: its cells run on, the next adopts them
 
 Each cell is one ``stare compare --config GRID --out RUN_ROOT/<part> --methods M --seeds S --parallel 1`` under
 ``nice -n 19`` with the study's pins over the caller's environment, so an interrupted cell resumes from its last
@@ -28,7 +29,9 @@ is the run root itself.
 ``kill`` (SIGTERM) on the driver stops the running cells without losing their steps: it passes the signal to each
 ``stare compare`` it runs (adopted ones too), which passes it to its ``stare train``; that one finishes the step in
 progress, checkpoints it and exits (``CheckpointOnSignal``). The driver waits for them, commits any cell that
-finished meanwhile, and exits; started again, it resumes each cell from the step it stopped at.
+finished meanwhile, and exits; started again, it resumes each cell from the step it stopped at. (A ``stare train``
+older than that handler dies on SIGTERM and loses the steps since its last checkpoint: to restart only the driver,
+say to pick up a change of the study's code, SIGKILL it, and the next driver adopts the cells still running.)
 
 A cell that another ``stare compare`` (one the driver did not start: a previous driver's, after a restart) is running
 is adopted, not started twice: it takes one of the ``--parallel`` slots, the next cells start beside it, and the
