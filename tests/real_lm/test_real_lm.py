@@ -234,3 +234,43 @@ def test_verl_dryrun_on_the_real_lm_through_the_exact_entry_point(real_lm: Path,
         assert data["training/rollout_probs_diff_max"] < 1e-3  # the rollout and the actor agree on the real LM
     assert cli.main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
     assert json.loads((tmp_path / "report" / "summary.json").read_text())
+
+
+def test_the_fallback_bonus_acts_on_the_real_lm_and_a_sigterm_loses_no_step(real_lm: Path, tmp_path: Path) -> None:
+    """`weight_control: auto` with `auto_fallback: bonus` on the real LM: a target above the start (2x) drives the
+    demand past a low W bound (1.2, u_max = log 1.2) at the first step, so the entropy bonus acts with the gradient
+    of the 49,152-token entropy. A real SIGTERM once step 1 is logged: step 2 finishes and is checkpointed (no
+    periodic checkpoint before 10), the exit status is 143, and the resumed run saves and evaluates it."""
+    import math
+    import signal
+    import time
+
+    from stare_rl.methods.stare.auto import AutoWeightConfig
+
+    run, log = tmp_path / "run", tmp_path / "out.txt"
+    small = dict(zip(SMALL[::2], SMALL[1::2], strict=True))
+    small.update({"--target_entropy": "2x", "--save_steps": "10"})
+    argv = [sys.executable, "-m", "stare_rl.cli", "train", "--model", NAME, *[x for kv in small.items() for x in kv],
+            "--output_dir", str(run), "--method", "stare", "--variant", "C2", "--weight_control", "auto",
+            "--auto_fallback", "bonus", "--auto_w_max", "1.2", "--initial_eval", "false"]
+    metrics = run / "metrics.jsonl"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        while proc.poll() is None and not (metrics.is_file() and metrics.read_text().strip()):
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)  # step 1 logged: step 2 is running
+        code = proc.wait(timeout=900)
+    said = log.read_text()
+    assert code == 128 + signal.SIGTERM, said[-3000:]
+    assert f"stopped by SIGTERM after step 2: {run / 'checkpoint-2'} holds it" in said
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2] and not (run / "model").exists()
+    u_max = math.log(1.2)
+    coef = AutoWeightConfig().auto_bonus_max * min(max((0.25 - u_max) / u_max, 0.0), 1.0)  # u = 0.25 after step 1
+    assert rows[0]["control/auto_actuator"] == 2.0 and rows[0]["control/entropy_coef"] == pytest.approx(coef)
+    assert rows[0]["control/reweight_w"] == pytest.approx(1.2) and rows[1]["control/entropy_coef"] > coef
+    resumed = subprocess.run([*argv, "--resume_from_checkpoint", "last"], capture_output=True, text=True, cwd=ROOT)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "is the last step; saving and evaluating it" in resumed.stdout + resumed.stderr
+    assert [json.loads(line)["step"] for line in metrics.read_text().splitlines()] == [1, 2]
+    assert (run / "eval.json").is_file() and (run / "model" / "model.safetensors").is_file()
