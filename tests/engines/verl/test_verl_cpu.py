@@ -4,6 +4,7 @@ version pin, the platform, the gloo backend, the hf rollout's sampling and weigh
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -157,6 +158,10 @@ def test_cpu_overrides_compose_and_validate_with_verls_loader(recipe: str, asset
     info = D.run_info(cfg, recipe, expected)
     assert info["method"] == {"stare": "stare", "steer": "steer", "grpo": "vanilla"}[recipe.split("_")[0]]
     assert info["target_entropy"] == (0.3 if recipe.startswith("stare") else None)
+    if recipe.startswith("stare"):  # the settings in use, unset ones resolved (verl's config says null)
+        assert cfg.actor_rollout_ref.actor.policy_loss.get("stare_auto_w_max") is None
+        assert info["method_settings"]["auto_w_max"] == 50.0 and info["method_settings"]["top_p_ratio"] == 0.1
+    json.dumps(info)  # run_config.json
 
 
 def test_cli_print_only_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

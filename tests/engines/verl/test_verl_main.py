@@ -327,11 +327,16 @@ def test_one_step_gate_schedule_and_loss_through_verl_hooks(tmp_path: Path, monk
     assert not torch.allclose(off, core_loss(high, cfg, gate_on=True, reweight_w=1.10, reweight_m=0.90, **stats))
 
 
-def test_auto_weight_control_through_the_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """weight_control='auto' needs no engine code: the driver's StepController runs it, the loss uses its W/M."""
+def test_auto_weight_control_through_the_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """weight_control='auto' needs no engine code: the driver's StepController runs it, the loss uses its W/M. The
+    settings in use are printed once, unset ones resolved (verl's config shows stare_auto_w_max: null)."""
     cfg = stare_config(tmp_path, **{"actor_rollout_ref.actor.policy_loss.stare_weight_control": "auto"})
     trainer, mem = trainer_with_workers(cfg, monkeypatch)
     assert set(trainer.stare_rl.controllers) == {"auto"}
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("stare-rl: stare settings in use: ")]
+    assert json.loads(line.split(": ", 2)[2])["auto_w_max"] == 50.0
+    assert cfg.actor_rollout_ref.actor.policy_loss.get("stare_auto_w_max") is None
     low = step_data(seed=1, entropy_scale=0.4)  # token-mean entropy ~0.2 < 0.3: the strength rises
     metrics, batch = run_step(trainer, mem, low)
     assert metrics["control/auto_strength"] == pytest.approx(0.25)  # first step: +rate_limit from W = 1

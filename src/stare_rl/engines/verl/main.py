@@ -19,6 +19,8 @@ them from verl's hooks. Needs verl's full install (Ray, TransferQueue, a GPU) to
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import os
 from functools import partial
@@ -160,6 +162,9 @@ class StareRLTrainer(PPOTrainerSync):
             config.trainer.v1.trainer_mode = "sync"  # (replay buffer, checkpoints): behave exactly as sync
         super().__init__(config)
         self.stare_rl = step_controller(config)
+        # verl prints its config with the unset method fields as null: the values in use, once (as verl prints)
+        print(f"stare-rl: {loss_mode(config)} settings in use: "
+              f"{json.dumps(dataclasses.asdict(self.stare_rl.config))}", flush=True)
 
     def _setup(self) -> None:
         super()._setup()

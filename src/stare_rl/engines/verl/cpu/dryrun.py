@@ -21,14 +21,15 @@ agree, and refilling would never end) and the sizes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from stare_rl.core.registry import BASELINE_METHOD
-from stare_rl.engines.verl.adapter import verl_field_name
+from stare_rl.core.registry import BASELINE_METHOD, list_methods
+from stare_rl.engines.verl.adapter import method_config, verl_field_name
 from stare_rl.engines.verl.cpu import PLATFORM_ENV, PLATFORM_NAME, ROLLOUT_NAME
 from stare_rl.models.tiny import build_tiny_model
 from stare_rl.models.tokenizer import build_char_tokenizer
@@ -171,12 +172,15 @@ def entry_module(cfg: Any) -> str:
 
 
 def run_info(cfg: Any, recipe: str, module: str) -> dict[str, Any]:
-    """What ``stare report`` reads from ``run_config.json``: the method (loss mode) and the target entropy."""
+    """What ``stare report`` reads from ``run_config.json``: the method (loss mode) and the target entropy; and the
+    method's settings as the run uses them (``method_settings``: every field, unset ones resolved, e.g.
+    ``auto_w_max`` from ``auto_fallback``), where verl's own config shows ``null``."""
     policy_loss = cfg.actor_rollout_ref.actor.policy_loss
     method = str(policy_loss.get("loss_mode", BASELINE_METHOD)).removeprefix("stare_rl.")
     target = policy_loss.get(verl_field_name(method, "target_entropy"), None)  # the method's own field
+    settings = dataclasses.asdict(method_config(method, policy_loss)) if method in list_methods() else None
     return {"engine": "verl", "recipe": recipe, "entry_point": module, "method": method,
-            "target_entropy": target, "seed": cfg.data.get("seed", None)}
+            "target_entropy": target, "seed": cfg.data.get("seed", None), "method_settings": settings}
 
 
 def dryrun_command(recipe: str, out: str | Path, steps: int, user_overrides: list[str], *,
