@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -36,6 +37,12 @@ def test_the_stop_waits_for_the_end_of_a_generation_batch() -> None:
         False, False, True, False, False, True]
 
 
+def _signal_self() -> None:
+    """SIGTERM to this process; Python runs the handler at its next check, which a short sleep guarantees."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.01)
+
+
 def test_the_handler_only_flags_then_gives_the_signal_back() -> None:
     """The first SIGTERM sets the flag and restores the previous handler (a second one acts at once); the stop
     comes at the next step end that ends a generation batch, with a checkpoint; after training the handler is
@@ -45,9 +52,9 @@ def test_the_handler_only_flags_then_gives_the_signal_back() -> None:
     try:
         cb, state, control = CheckpointOnSignal(), TrainerState(), TrainerControl()
         cb.on_train_begin(_args(), state, control)
-        os.kill(os.getpid(), signal.SIGTERM)
+        _signal_self()
         assert cb.received == signal.SIGTERM and seen == []
-        os.kill(os.getpid(), signal.SIGTERM)  # the second: the previous handler's
+        _signal_self()  # the second: the previous handler's
         assert seen == [signal.SIGTERM]
         state.global_step = 1
         cb.on_step_end(_args(spg=1, iterations=2), state, control)  # mid-batch: not yet
@@ -56,7 +63,7 @@ def test_the_handler_only_flags_then_gives_the_signal_back() -> None:
         cb.on_step_end(_args(spg=1, iterations=2), state, control)
         assert control.should_save and control.should_training_stop and cb.stopped_at == 2
         cb.on_train_end(_args(), state, control)
-        os.kill(os.getpid(), signal.SIGTERM)
+        _signal_self()
         assert seen == [signal.SIGTERM, signal.SIGTERM]
     finally:
         signal.signal(signal.SIGTERM, before)
