@@ -465,6 +465,15 @@ def _progress(d: Path) -> str:
             f"{mean:.2f} s{left}")
 
 
+def _cell_seconds(d: Path) -> float:
+    """A committed cell's time: its wall, or the sum of its steps' step_time where that is more (a resumed cell's
+    wall counts only its last invocation)."""
+    wall = json.loads((d / DONE).read_text()).get("wall_s") or 0.0
+    gz = d / "metrics.jsonl.gz"
+    rows = [json.loads(x) for x in gzip.open(gz, "rt") if x.strip()] if gz.is_file() else []
+    return max(float(wall), sum(r["step_time"] for r in rows if isinstance(r.get("step_time"), (int, float))))
+
+
 def _time_left(study: Study, root: Path, listing: list[tuple[Cell | None, str]], parallel: int) -> str:
     """One line: the core-hours the listed cells still need, each not-started cell at the mean wall of the
     committed cells that start from the same model (``start_group``; else the same grid part), each unfinished one
@@ -473,9 +482,7 @@ def _time_left(study: Study, root: Path, listing: list[tuple[Cell | None, str]],
     walls: dict[Hashable, list[float]] = {}
     for c in study.cells():
         if study.committed(c):
-            wall = json.loads((study.docs_dir(c) / DONE).read_text()).get("wall_s")
-            if isinstance(wall, (int, float)):
-                walls.setdefault(group(c), []).append(float(wall))
+            walls.setdefault(group(c), []).append(_cell_seconds(study.docs_dir(c)))
     seconds, unknown, undecided = 0.0, 0, 0
     for c, note in listing:
         if c is None:  # a block's cells skipped, or not decided yet

@@ -410,3 +410,16 @@ def test_in_head_reads_the_checkout(cd, tmp_path: Path) -> None:
     assert cd.in_head(cd.ROOT / "studies" / "cell_driver.py")
     assert not cd.in_head(cd.ROOT / "studies" / "no_such_file.py")
     assert not cd.in_head(tmp_path / "x")  # outside the checkout
+
+
+def test_a_resumed_cells_time_is_the_sum_of_its_steps(cd, tmp_path: Path) -> None:
+    """compare_done.json's wall counts only a resumed cell's last invocation; its steps' step_time counts them all."""
+    d = tmp_path / "cell"
+    d.mkdir()
+    (d / "compare_done.json").write_text(json.dumps({"wall_s": 100.0, "resumed": True}))
+    assert cd._cell_seconds(d) == 100.0  # no metrics: the wall
+    with gzip.open(d / "metrics.jsonl.gz", "wt") as f:
+        f.write("".join(json.dumps({"step": i, "step_time": 50.0}) + "\n" for i in range(1, 5)))
+    assert cd._cell_seconds(d) == 200.0
+    (d / "compare_done.json").write_text(json.dumps({"wall_s": 250.0, "resumed": False}))
+    assert cd._cell_seconds(d) == 250.0  # evaluation and start-up on top of the steps
