@@ -1156,6 +1156,26 @@ def render_gpu_step() -> str:
     return "\n".join([*out, "```"])
 
 
+def bench_rewards_numbers() -> list[str]:
+    """benchmarks.md's reward-guard section, from ``bench_rewards/output.txt``: per run (idle, then beside 2 busy
+    processes) each variant's median ms per batch and the library's per-round ratio."""
+    text = (RESULTS / "bench_rewards" / "output.txt").read_text()
+    runs = []
+    for part in text.split("$ python3 benchmarks/bench_rewards.py")[1:]:
+        rows = {}
+        for line in part.splitlines():
+            m = re.match(r"(per-call thread|one thread \(library\))\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", line)
+            if m:
+                rows[m.group(1)] = [float(x) for x in m.groups()[1:]]
+        runs.append(rows)
+    idle, busy = runs
+    lib = "one thread (library)"
+    return [f"{idle['per-call thread'][0]:.2f} ms per batch of 128 completions with a thread per call, "
+            f"{idle[lib][0]:.2f} ms with one thread (per-round ratio {idle[lib][2]:.3f})",
+            f"beside 2 busy processes: {busy['per-call thread'][0]:.2f} ms against {busy[lib][0]:.2f} ms "
+            f"(ratio {busy[lib][2]:.3f})"]
+
+
 def gpu_numbers() -> list[str]:
     """benchmarks.md's H200 prose: the CUDA tests' count and time, the step's range, the loss's extras, compile."""
     m = re.search(r"(\d+) passed in ([\d.]+)s", (RESULTS / "gpu_h200" / "tests.log").read_text())
@@ -3344,6 +3364,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/evidence.md", text) for text in evidence_grid_sizes()),
         ("docs/benchmarks.md", gpu_losses()),
         *(("docs/benchmarks.md", text) for text in gpu_numbers()),
+        *(("docs/benchmarks.md", text) for text in bench_rewards_numbers()),
         *(("docs/benchmarks.md", text) for text in gpu_machine_numbers()),
         ("docs/compare.md", "(`stare probe`: Pearson "
                             + "-".join(f"{x:.2f}" for x in sorted(_score(_probe(s), "shared", "sgd", "exact")

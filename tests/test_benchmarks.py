@@ -26,6 +26,8 @@ SMOKE: dict[str, tuple[list[str], list[str], bool, bool]] = {
                              "8", "--train_size", "64", "--eval_size", "8", "--per_device_train_batch_size", "8",
                              "--num_generations", "4", "--cache_dir", "cache"],
                             ["x base", "baseline ", "static_cache ", "same"], True, True),
+    "bench_rewards.py": (["--completions", "8", "--repeats", "1"],
+                         ["x per-call", "per-call thread ", "one thread (library) ", "same scores: True"], False, False),
     "bench_losses.py": (["--batch", "8", "--seq", "16", "--repeats", "1", "--warmup", "0"],
                         ["x per-round", "vanilla ", "steer ", "stare (C2)"], False, False),
     "bench_eval_memory.py": (["--model", "tiny", "--prompts", "4", "--k", "2", "--max-new-tokens", "4"],

@@ -80,6 +80,26 @@ def test_safe_rewards_batch_mixes_outcomes() -> None:
     assert threading.main_thread().is_alive()
 
 
+def test_one_thread_scores_a_batch_and_one_that_timed_out_scores_nothing_more() -> None:
+    """The batch is scored in order in one thread; after a call times out, the rest go to a new thread and the
+    stuck one, once it wakes, calls the reward no more (each pair is scored exactly once)."""
+    calls: list[tuple[str, int]] = []
+
+    def fn(c: str, a: str) -> float:
+        calls.append((c, threading.get_ident()))
+        if c == "slow":
+            time.sleep(0.5)
+        return float(c == a)
+
+    out = safe_rewards(fn, ["a", "b", "slow", "a", "b"], ["a"] * 5, timeout_s=0.1)
+    assert out == [(1.0, None), (0.0, None), (0.0, "timeout"), (1.0, None), (0.0, None)]
+    time.sleep(0.8)  # the stuck thread wakes and stops
+    assert [c for c, _ in calls] == ["a", "b", "slow", "a", "b"]
+    threads = [t for _, t in calls]
+    assert threads[0] == threads[1] == threads[2] != threads[3] == threads[4]
+    assert threading.get_ident() not in threads  # never on the caller's thread (with a timeout)
+
+
 # ---- dataset loading -------------------------------------------------------------------------------------
 
 PLAIN = [{"prompt": "What is 2+2?", "answer": "4"}, {"prompt": "1+1?", "answer": "2"}]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import queue
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -136,31 +137,51 @@ def safe_reward(fn: RewardFn, completion: str, answer: str, timeout_s: float | N
 def safe_rewards(
     fn: RewardFn, completions: Sequence[str], answers: Sequence[str], timeout_s: float | None = 10.0
 ) -> list[tuple[float, str | None]]:
-    """:func:`safe_reward` for a batch, one call after the other, each with its own ``timeout_s``."""
+    """:func:`safe_reward` for a batch, one call after the other, each with its own ``timeout_s``.
+
+    One daemon thread scores the batch in order (a thread per call cost more than the calls on a loaded machine);
+    a call that runs past ``timeout_s`` is scored ``(0.0, "timeout")`` and left to that thread, which scores
+    nothing more, and a new thread goes on with the rest. The scores are those of calling ``fn`` on each pair."""
     if len(completions) != len(answers):
         raise ValueError(f"len(completions)={len(completions)} != len(answers)={len(answers)}")
     if timeout_s is not None and not timeout_s > 0:
         raise ValueError(f"timeout_s={timeout_s!r} must be > 0 or None")
-    return [_guarded_call(fn, c, a, timeout_s) for c, a in zip(completions, answers, strict=True)]
-
-
-def _guarded_call(fn: RewardFn, completion: str, answer: str, timeout_s: float | None) -> tuple[float, str | None]:
-    box: list[tuple[float, str | None]] = []
-
-    def run() -> None:
-        try:
-            box.append((_check_score(fn(completion, answer)), None))
-        except Exception as err:  # noqa: BLE001 - any failure of a user reward scores 0
-            logger.debug("reward function raised: %r", err)
-            box.append((0.0, ERROR))
-
+    items = list(zip(completions, answers, strict=True))
     if timeout_s is None:
-        run()
-        return box[0]
-    thread = threading.Thread(target=run, daemon=True, name="stare-reward")
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive() or not box:
-        logger.warning("reward function timed out after %.3gs; scored 0", timeout_s)
-        return 0.0, TIMEOUT
-    return box[0]
+        return [_scored(fn, c, a) for c, a in items]
+    out: list[tuple[float, str | None]] = []
+    while len(out) < len(items):
+        out += _in_one_thread(fn, items[len(out):], timeout_s)
+    return out
+
+
+def _scored(fn: RewardFn, completion: str, answer: str) -> tuple[float, str | None]:
+    try:
+        return _check_score(fn(completion, answer)), None
+    except Exception as err:  # noqa: BLE001 - any failure of a user reward scores 0
+        logger.debug("reward function raised: %r", err)
+        return 0.0, ERROR
+
+
+def _in_one_thread(fn: RewardFn, items: list[tuple[str, str]], timeout_s: float) -> list[tuple[float, str | None]]:
+    """Score ``items`` in order in one daemon thread, up to and including the first call past ``timeout_s``."""
+    results: queue.Queue[tuple[float, str | None]] = queue.Queue()
+    abandoned = threading.Event()  # set when a call timed out: the thread scores nothing after it
+
+    def work() -> None:
+        for completion, answer in items:
+            if abandoned.is_set():
+                return
+            results.put(_scored(fn, completion, answer))
+
+    threading.Thread(target=work, daemon=True, name="stare-reward").start()
+    out: list[tuple[float, str | None]] = []
+    for _ in items:
+        try:
+            out.append(results.get(timeout=timeout_s))
+        except queue.Empty:
+            abandoned.set()
+            logger.warning("reward function timed out after %.3gs; scored 0", timeout_s)
+            out.append((0.0, TIMEOUT))
+            break
+    return out
