@@ -349,6 +349,24 @@ def test_smoke_grid_end_to_end_then_resume_skips_finished(
     tables = [json.loads((d / "results.json").read_text()) for d in (out2, out)]
     assert _without_wall_time(tables[0]) == _without_wall_time(tables[1])
 
+    # a SIGTERM to cell 2's `stare train` alone (a scheduler's, say) as its step 2 starts: step 2 finishes and is
+    # checkpointed, compare says so, and the re-run saves and evaluates it: the same table again
+    out3 = tmp_path / "out3"
+    shutil.copytree(out / "runs" / "grpo", out3 / "runs" / "grpo")
+    victim = out3 / "runs" / "stare_o1" / "seed0"
+    (tmp_path / "hook" / "sitecustomize.py").write_text(KILL_CELL_AFTER_STEP_2.replace(
+        "state.global_step == 2", "state.global_step == 1").replace("signal.SIGKILL", "signal.SIGTERM"))
+    monkeypatch.setenv("STARE_TEST_KILL_RUN", str(victim.resolve()))
+    assert compare.main(["--config", str(cfg), "--smoke", "--out", str(out3)]) == 1
+    printed = capsys.readouterr().out
+    assert "stopped stare_o1/seed0 by SIGTERM after" in printed and "FAILED" not in printed, printed
+    assert [r["step"] for r in read_metrics(victim)] == [1, 2] and (victim / "checkpoint-2").is_dir()
+    assert not (victim / "eval.json").exists()
+    monkeypatch.delenv("STARE_TEST_KILL_RUN")
+    assert compare.main(["--config", str(cfg), "--smoke", "--out", str(out3)]) == 0
+    tables = [json.loads((d / "results.json").read_text()) for d in (out3, out)]
+    assert _without_wall_time(tables[0]) == _without_wall_time(tables[1])
+
 
 def test_load_grid_reads_files(tmp_path: Path) -> None:
     p = tmp_path / "g.yaml"

@@ -190,6 +190,10 @@ def run_cells(grid: Grid, cells: list[Cell]) -> list[Cell]:
                 if proc.returncode == 0:
                     mark_done(cell, {"wall_s": round(wall, 1), "resumed": resume, "finished": time.time()})
                     logger.info("[%d/%d] done   %s in %.0f s: %s", finished, total, cell.name, wall, _headline(cell))
+                elif proc.returncode == 128 + signal.SIGTERM:  # stare train stopped by a SIGTERM sent to it alone
+                    failed.append(cell)
+                    logger.info("[%d/%d] stopped %s by SIGTERM after %.0f s: its step in progress is checkpointed; "
+                                "re-run the same command to resume it", finished, total, cell.name, wall)
                 else:
                     failed.append(cell)
                     tail = (cell.run_dir / "train.log").read_text(errors="replace").splitlines()[-8:]
