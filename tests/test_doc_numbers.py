@@ -224,3 +224,17 @@ def test_fallback_handoff_block_counts_the_wait_after_the_first_crossing(monkeyp
     assert ("W ≤ 3: the 21-step mean in the band on 95.0 % of steps, the bonus first acted 5 steps after the first "
             "crossing, step noise 4.0 % of the target, pass@1 0.700, pass@8 1.000") in lines[0]
     assert "W ≤ 3: the 21-step mean in the band on 95.0 % of steps, the bonus never acted" in lines[2]
+
+
+def test_the_readmes_word_on_w_at_3_where_the_selection_holds_is_the_maps() -> None:
+    """README ("Which setting to start with"): where the selection holds on its own (countdown, hidden 128), W <= 3
+    with the fallback lost the band that W alone had kept. Read from the committed map (seed means), for both
+    actuators; should seeds change that, the sentence must change."""
+    cells = json.loads((ROOT / "docs" / "results" / "authority_map" / "authority_map.json").read_text())
+    cells = cells["tasks"]["countdown"]["cells"]
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert "where the selection holds on its own (countdown at hidden 128, the map's phase B3 below), W ≤ 3 lost the " \
+           "band that W alone had kept" in text
+    for actuator in ("c2", "sens"):
+        alone, w3 = cells[f"{actuator}_t07_h128"]["reading"], cells[f"{actuator}_t07_fb3_h128"]["reading"]
+        assert alone["rolling"] >= 0.9 > w3["rolling"], (actuator, alone["rolling"], w3["rolling"])
