@@ -235,6 +235,8 @@ def test_the_readmes_word_on_w_at_3_where_the_selection_holds_is_the_maps() -> N
     text = " ".join((ROOT / "README.md").read_text().split())
     assert "where the selection holds on its own (countdown at hidden 128, the map's phase B3 below), W ≤ 3 lost the " \
            "band that W alone had kept" in text
+    methods = " ".join((ROOT / "docs" / "methods.md").read_text().split())
+    assert "on countdown at hidden 128 both actuators held the band alone and lost it with W ≤ 3 (phase B3)" in methods
     for actuator in ("c2", "sens"):
         alone, w3 = cells[f"{actuator}_t07_h128"]["reading"], cells[f"{actuator}_t07_fb3_h128"]["reading"]
         assert alone["rolling"] >= 0.9 > w3["rolling"], (actuator, alone["rolling"], w3["rolling"])
