@@ -12,13 +12,15 @@ method::
 :class:`StareGRPOConfig` is TRL's ``GRPOConfig`` plus ``method``, that method's fields, the step options and the
 clipped surrogate (``HfArgumentParser``, ``TrlParser`` and YAML work as with TRL's config);
 :class:`StareGRPOTrainer` takes exactly ``GRPOTrainer``'s arguments. ``stare train`` builds its trainer through
-this same API. Field by field: docs/train.md, "Use it in your own TRL script".
+this same API. Field by field: docs/train.md, "Use it in your own TRL script". ``callbacks=[CheckpointOnSignal()]``
+makes a SIGTERM (a scheduler's preemption) finish the step, checkpoint it and stop, as ``stare train`` does.
 """
 
 from __future__ import annotations
 
+from stare_rl.engines.trl.callbacks import CheckpointOnSignal
 from stare_rl.engines.trl.config import StareGRPOConfig
 from stare_rl.engines.trl.rewards import make_reward_func
 from stare_rl.engines.trl.trainer import StareGRPOTrainer
 
-__all__ = ["StareGRPOConfig", "StareGRPOTrainer", "make_reward_func"]
+__all__ = ["CheckpointOnSignal", "StareGRPOConfig", "StareGRPOTrainer", "make_reward_func"]

@@ -27,6 +27,12 @@ def _args(spg: int = 1, iterations: int = 1, accumulation: int = 1) -> SimpleNam
                            device="cpu")
 
 
+def test_it_is_part_of_the_public_trl_api() -> None:
+    import stare_rl.trl
+
+    assert stare_rl.trl.CheckpointOnSignal is CheckpointOnSignal and "CheckpointOnSignal" in stare_rl.trl.__all__
+
+
 def test_the_stop_waits_for_the_end_of_a_generation_batch() -> None:
     """TRL generates every steps_per_generation * num_iterations micro-steps; an optimizer step is
     gradient_accumulation_steps of them. Stopping inside a batch would generate it again on resume."""
