@@ -19,7 +19,7 @@ from trl import TrlParser
 
 from stare_rl.models.pretrained import resolve_model
 from stare_rl.tasks.rewards import number_reward
-from stare_rl.trl import StareGRPOConfig, StareGRPOTrainer
+from stare_rl.trl import CheckpointOnSignal, StareGRPOConfig, StareGRPOTrainer
 
 
 @dataclass
@@ -53,6 +53,7 @@ def main() -> None:
         train_dataset=Dataset.from_list(rows),
         peft_config=LoraConfig(r=script.lora_r, lora_alpha=2 * script.lora_r, target_modules=["q_proj", "v_proj"],
                                task_type="CAUSAL_LM") if script.lora_r else None,
+        callbacks=[CheckpointOnSignal()],  # `kill PID` / a scheduler's SIGTERM: the step finishes and is checkpointed
     )
     trainer.train()
 
