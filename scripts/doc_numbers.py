@@ -1087,7 +1087,24 @@ def render_authority_map() -> str:
                  + _d3_clause(rules["D3"]) + " (`bonus` needs ≥ 3 misses, ≥ 2/3 rescued, no cost)"
                  + ("; provisional: the library's default stays `none` until the map is complete." if a["provisional"]
                     else "."))
+    if a["verdict"] == "none":  # HYPOTHESES.md, rule D amended: then the README says where to turn it on, and with which bound
+        lines.append("- Where to turn it on by hand (`auto_fallback: bonus`), the pairs each bound rescued"
+                     f"{' so far' if a['provisional'] else ''}: " + "; ".join(
+                         f"with `auto_w_max` {w}: {_pair_list(rules[rule]['rescued'])}"
+                         + (f" (and where the selection held, it lost the band in {_pair_list(rules[rule]['costs'])})"
+                            if rules[rule]["costs"] else "")
+                         for w, rule in (("3", "D3"), ("50", "D"))) + ".")
     return "\n".join(lines)
+
+
+def _pair_list(keys: list[str]) -> str:
+    """Rule F's pair keys (``"arithmetic h64 C2 0.7x"``) as one phrase per task and target: ``arithmetic at 0.7x
+    (hidden 64 C2, hidden 64 sensitivity)``; ``none`` for no pair."""
+    by: dict[tuple[str, str], list[str]] = {}
+    for key in sorted(keys, key=lambda k: (k.split()[0], k.split()[3], int(k.split()[1][1:]), k.split()[2])):
+        task, width, actuator, target = key.split()
+        by.setdefault((task, target), []).append(f"hidden {width[1:]} {actuator}")
+    return "; ".join(f"`{task}` at {target} ({', '.join(items)})" for (task, target), items in by.items()) or "none"
 
 
 def _d3_clause(d3: dict) -> str:

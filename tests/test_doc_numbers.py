@@ -165,6 +165,15 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     assert "against the selection alone of -4.0 points and pass@8 +2.0" in text
     assert "**none**. With W ≤ 50, on 1 of 2 pairs" in text and "provisional" in text
     assert "with W ≤ 3 (phase B3), on 1 of 2 pairs, it rescues 1 of 1 and costs 0 of 0" in text
+    # D reads none: where to turn it on by hand, per bound (HYPOTHESES.md, rule D amended)
+    assert ("- Where to turn it on by hand (`auto_fallback: bonus`), the pairs each bound rescued so far: with "
+            "`auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity); with `auto_w_max` 50: `t` at 0.7x (hidden 64 "
+            "sensitivity).") in text
+    amap["rules"]["D3"]["costs"] = ["t h128 C2 0.7x", "t h64 C2 0.7x"]
+    assert ("with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity) (and where the selection held, it lost the band "
+            "in `t` at 0.7x (hidden 64 C2, hidden 128 C2))") in doc_numbers.render_authority_map()
+    amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3, "provisional": False}
+    assert "Where to turn it on" not in doc_numbers.render_authority_map()
 
 
 def test_real_lm_readme_block_states_the_registered_numbers(monkeypatch) -> None:
