@@ -2107,6 +2107,20 @@ def weight_control_targets() -> list[str]:
     ]
 
 
+def methods_handoff_overshoot_numbers() -> list[str]:
+    """methods.md's reading of phase B3 on countdown at hidden 512 (``stare_sensitivity``): the step entropy's peak
+    over the target (the cell's committed metrics) and the 21-step mean's mean over the target (authority_map.json)."""
+    cell = "countdown/runs/sens_t07_fb3_h512/seed0"
+    rows = [json.loads(x) for x in gzip.open(RESULTS / "authority_map" / cell / "metrics.jsonl.gz", "rt") if x.strip()]
+    target = rows[-1]["control/target_entropy"]
+    peak = max(r["control/batch_entropy"] for r in rows) / target
+    c_max = max(r["control/entropy_coef"] for r in rows)
+    mean = _load("authority_map/authority_map.json")["tasks"]["countdown"]["cells"]["sens_t07_fb3_h512"]
+    return [f"the bonus rose within a few steps (to {c_max:g} at its highest)",
+            f"{peak:.2f}x the target at its highest), and the demand fell back to 0",
+            f"The 21-step mean sat at {mean['seeds']['0']['mean_over_target']:.2f}x the target on average"]
+
+
 def methods_auto_numbers() -> list[str]:
     """methods.md's summary of the `weight_control: auto` measurements (issue #10 and issue #28 item 2), from
     ``docs/results/weight_control/summary.json`` and ``docs/results/controller_authority/summary.json``."""
@@ -3377,6 +3391,7 @@ def inline_checks() -> list[tuple[str, str]]:
         *(("docs/history.md", text) for text in history_calc_tool_numbers()),
         *(("docs/methods.md", text) for text in methods_numbers()),
         *(("docs/methods.md", text) for text in methods_auto_numbers()),
+        *(("docs/methods.md", text) for text in methods_handoff_overshoot_numbers()),
         *(("docs/methods.md", text) for text in methods_defaults_numbers()),
         *(("docs/evidence.md", text) for text in evidence_grid_sizes()),
         ("docs/benchmarks.md", gpu_losses()),
