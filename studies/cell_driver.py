@@ -459,8 +459,8 @@ def _progress(d: Path) -> str:
     if done is None:
         return "started, no step logged"
     ckpts = sorted(int(p.name.split("-")[1]) for p in d.glob("checkpoint-*"))
-    (step, mean), total, left_s = done, _max_steps(d), _seconds_left(d)
-    left = "" if left_s is None else f", about {left_s / 60:.0f} min of {total} steps left"
+    (step, mean), total = done, _max_steps(d)
+    left = "" if total is None else f", about {max(total - step, 0) * mean / 60:.0f} min of {total} steps left"
     return (f"unfinished, {step} steps logged, last checkpoint {ckpts[-1] if ckpts else None}, mean step_time "
             f"{mean:.2f} s{left}")
 
