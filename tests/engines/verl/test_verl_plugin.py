@@ -5,6 +5,7 @@ exact-path loss wrapper and config validation. CPU only."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -327,6 +328,13 @@ def test_an_unset_w_bound_follows_the_fallback_under_verl(monkeypatch: pytest.Mo
     assert V.method_config("stare", given).auto_w_max == 10.0
     with pytest.raises(ValueError, match=r"policy_loss\.stare_auto_w_max=1\.0: auto_w_max=1\.0 must be"):
         V.StareRLPolicyLossConfig(stare_auto_w_max=1.0)
+    # the bonus's span: unset, log of the bound in use; given, kept; bad, named as verl spells it
+    assert V.method_config("stare", pl).auto_bonus_span == pytest.approx(math.log(3.0))
+    spanned = V.StareRLPolicyLossConfig(loss_mode="stare", stare_auto_fallback="bonus", stare_auto_w_max=3.0,
+                                        stare_auto_bonus_span=3.9)
+    assert V.method_config("stare", spanned).auto_bonus_span == 3.9
+    with pytest.raises(ValueError, match=r"policy_loss\.stare_auto_bonus_span=0\.0: auto_bonus_span=0\.0 must be"):
+        V.StareRLPolicyLossConfig(stare_auto_bonus_span=0.0)
 
 
 def test_the_old_name_of_gate_entropy_is_read_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:

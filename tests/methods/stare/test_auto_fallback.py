@@ -1,8 +1,9 @@
 """``auto_fallback: bonus``: the ``auto`` controller's second actuator (an entropy bonus) in split range.
 
 Hand-derived cases of the law in stare_rl.methods.stare.auto (docs/methods.md, "When the selection runs out of
-authority"): one PI demand u in [0, 2 log w_max]; W = exp(min(u, log w_max)); the bonus coefficient
-c = auto_bonus_max * clip((u - log w_max) / log w_max, 0, 1); anti-windup at the top of the whole range.
+authority"): one PI demand u in [0, log w_max + s]; W = exp(min(u, log w_max)); the bonus coefficient
+c = auto_bonus_max * clip((u - log w_max) / s, 0, 1), s = auto_bonus_span (unset: log w_max); anti-windup at the top
+of the whole range.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from stare_rl.core.entropy_bonus import EntropyBonusConfig
 from stare_rl.core.registry import compute_loss, get_method
 from stare_rl.core.types import LossContext, TokenBatch
 from stare_rl.methods.stare.auto import AutoWeightConfig, AutoWeightController
-from stare_rl.methods.stare.config import StareConfig
+from stare_rl.methods.stare.config import StareConfig, auto_weight_config
 from stare_rl.methods.stare.sensitivity import StareSensitivityConfig
 
 E = math.e  # auto_w_max = e: u_max = log W_max = 1, so the whole range is [0, 2]
@@ -145,10 +146,83 @@ def test_the_w_bound_the_run_uses_reaches_every_surface(monkeypatch: pytest.Monk
     assert plan.setup.method_config.auto_w_max == 3.0 and plan.explicit["auto_w_max"] == 3.0
     plan = plan_run(["--method", "stare", "--weight_control", "auto", "--output_dir", str(tmp_path / "alone")])
     assert plan.explicit["auto_w_max"] == 50.0
+    # auto_bonus_span the same way: unset, log of the bound in use; given on the command line, kept
+    assert args.loss_setup().method_config.auto_bonus_span == pytest.approx(math.log(3.0))
+    plan = plan_run(["--method", "stare", "--weight_control", "auto", "--auto_fallback", "bonus", "--auto_w_max", "3",
+                     "--auto_bonus_span", "3.912", "--output_dir", str(tmp_path / "span")])
+    assert plan.setup.method_config.auto_bonus_span == 3.912 and plan.explicit["auto_bonus_span"] == 3.912
+
+
+def test_the_bonus_span_sets_the_bonus_gain_apart_from_w_bound() -> None:
+    """auto_bonus_span s = 2 with u_max = 1: the range is [0, 3], c = 0.2 (u - 1) / 2, anti-windup at 3."""
+    cfg = AutoWeightConfig(auto_kp=0.0, auto_ki=0.5, auto_smoothing=0.0, auto_rate_limit=10.0, auto_w_max=E,
+                           auto_m_min=0.01, auto_fallback="bonus", auto_bonus_max=0.2, auto_bonus_span=2.0)
+    ctrl = AutoWeightController(1.0, cfg)
+    assert cfg.demand_max == pytest.approx(3.0)
+    trace = drive(ctrl, [0.5] * 13)  # e = 0.5: +0.25 per step up to the top, 3
+    assert [row[0] for row in trace] == pytest.approx([0.25 * k for k in range(1, 13)] + [3.0])
+    for strength, w, c, _ in trace:
+        assert w == pytest.approx(math.exp(min(strength, 1.0)))
+        assert c == pytest.approx(0.2 * min(max(strength - 1.0, 0.0), 2.0) / 2.0)
+    assert trace[5][2] == pytest.approx(0.05) and trace[-1][2] == pytest.approx(0.2)  # u = 1.5: a quarter of the span
+    back = drive(ctrl, [1.5] * 4)  # e = -0.5: down by 0.25 per step, through the bonus's half first
+    assert [row[2] for row in back] == pytest.approx([0.175, 0.15, 0.125, 0.1]) and back[-1][1] == pytest.approx(E)
+
+
+def test_with_a_low_w_bound_the_span_sets_how_fast_the_bonus_can_swing() -> None:
+    """At W <= 3 and the rate limit 0.25 the demand climbs u_t = 0.25 t. The bonus first acts at t = 5 (1.25 > log 3
+    = 1.099) and reaches auto_bonus_max at the first t with 0.25 t >= log 3 + s: t = 9 (2.25 >= 2.197) for s = log 3,
+    5 steps of ramp; t = 21 (5.25 >= 5.011) for s = log 50, 17 steps."""
+    def steps_to_full(span: float | None) -> int:
+        cfg = AutoWeightConfig(auto_kp=100.0, auto_ki=0.0, auto_smoothing=0.0, auto_rate_limit=0.25, auto_w_max=3.0,
+                               auto_fallback="bonus", auto_bonus_span=span)
+        ctrl = AutoWeightController(1.0, cfg)
+        trace = drive(ctrl, [0.5] * 40)  # e = 0.5: the P term alone asks for 50, far above the top
+        handed = next(t for t, row in enumerate(trace) if row[2] > 0.0)  # the first step the bonus acts
+        full = next(t for t, row in enumerate(trace) if row[2] >= cfg.auto_bonus_max - 1e-12)
+        assert trace[handed - 1][1] == pytest.approx(3.0, rel=0.3)  # W near its bound when the bonus starts
+        return full - handed + 1
+
+    assert steps_to_full(None) == 5
+    assert steps_to_full(math.log(50.0)) == 17
+
+
+def test_an_unset_bonus_span_is_w_half(monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto_bonus_span unset: log auto_w_max (BONUS_SPAN None), so every run before the setting existed is
+    unchanged; BONUS_SPAN set (rule D's choice) replaces it; a value given is kept. The configs hold it."""
+    from stare_rl.methods.stare import auto
+
+    assert auto.BONUS_SPAN is None
+    assert AutoWeightConfig(auto_fallback="bonus", auto_w_max=3.0).auto_bonus_span == pytest.approx(math.log(3.0))
+    assert AutoWeightConfig().auto_bonus_span == pytest.approx(math.log(50.0))
+    assert AutoWeightConfig(auto_fallback="bonus", auto_bonus_span=2.5).auto_bonus_span == 2.5
+    monkeypatch.setattr(auto, "BONUS_SPAN", math.log(50.0))
+    assert AutoWeightConfig(auto_fallback="bonus", auto_w_max=3.0).auto_bonus_span == pytest.approx(math.log(50.0))
+    for cls in (StareConfig, StareSensitivityConfig):
+        cfg = cls(weight_control="auto", auto_fallback="bonus", auto_w_max=3.0)
+        assert cfg.auto_bonus_span == pytest.approx(math.log(50.0))
+        assert AutoWeightController(0.3, auto_weight_config(cfg)).config.demand_max == pytest.approx(math.log(150.0))
+
+
+def test_the_bonus_span_defines_the_state_only_when_the_bonus_can_act() -> None:
+    def ctrl(fallback: str, span: float | None) -> AutoWeightController:
+        return AutoWeightController(1.0, AutoWeightConfig(auto_w_max=3.0, auto_fallback=fallback, auto_bonus_span=span))
+
+    assert "auto_bonus_span" in ctrl("bonus", None).settings and "auto_bonus_span" not in ctrl("none", None).settings
+    ctrl("none", 2.0).load_state_dict(ctrl("none", None).state_dict())  # inert without the bonus
+    with pytest.raises(ValueError, match=r"auto_bonus_span: saved 1\.09\d*, requested 3\.91"):
+        ctrl("bonus", math.log(50.0)).load_state_dict(ctrl("bonus", None).state_dict())
+    # a checkpoint saved before the span existed had the bonus's half as wide as W's: it resumes unset, not changed
+    old = {k: v for k, v in ctrl("bonus", None).state_dict().items() if k != "auto_bonus_span"}
+    ctrl("bonus", None).load_state_dict(old)
+    with pytest.raises(ValueError, match="auto_bonus_span: saved"):
+        ctrl("bonus", math.log(50.0)).load_state_dict(old)
 
 
 @pytest.mark.parametrize("field, value", [("auto_fallback", "entropy"), ("auto_bonus_max", 0.0),
-                                          ("auto_bonus_max", float("nan")), ("auto_bonus_max", -1.0)])
+                                          ("auto_bonus_max", float("nan")), ("auto_bonus_max", -1.0),
+                                          ("auto_bonus_span", 0.0), ("auto_bonus_span", float("inf")),
+                                          ("auto_bonus_span", -1.0), ("auto_bonus_span", True)])
 def test_bad_settings_name_field_and_value(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field):
         StareConfig(weight_control="auto", **{field: value})

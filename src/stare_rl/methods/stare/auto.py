@@ -17,10 +17,13 @@ Control law (per generation batch t, before the updates on it; docs/methods.md s
     W_t   = exp(u_t) <= w_max,  M_t = max(exp(-u_t), m_min)     (M used by variant C2 only)
 
 With ``auto_fallback: bonus`` the same law drives a second actuator in split range (docs/methods.md, "When the
-selection runs out of authority"): the demand's range is doubled to [0, 2 u_max] and split in two halves::
+selection runs out of authority"): the demand's range is extended to [0, u_max + s] and split in two halves::
 
     W_t = exp(min(u_t, u_max))                                  the selection: the first half
-    c_t = auto_bonus_max * clip((u_t - u_max) / u_max, 0, 1)    an entropy bonus -c_t H per token: the second half
+    c_t = auto_bonus_max * clip((u_t - u_max) / s, 0, 1)        an entropy bonus -c_t H per token: the second half
+
+where ``s = auto_bonus_span`` is the width of the bonus's half (unset: ``u_max``, so the range is [0, 2 u_max];
+set on its own, the bonus keeps its gain dc/du = auto_bonus_max / s whatever W's bound).
 
 The bonus acts only on the demand that W at its bound cannot meet, with one integrator and one anti-windup bound
 (the top of the whole range): the two never push against each other, and as the error turns negative the demand
@@ -53,9 +56,13 @@ W_MAX_ALONE = 50.0  # auto_w_max unset, without a fallback: W is the only actuat
 # auto_w_max unset, with auto_fallback bonus: W's bound is where the bonus takes over. The authority map's rule D (as
 # amended; studies/authority_map/HYPOTHESES.md) chooses it from 50 and 3; until the map is complete it stays 50.
 HAND_OFF_W = 50.0
+# auto_bonus_span unset: None = log auto_w_max (the bonus's half as wide as W's). The map's phase B3s (a deviation of
+# 2026-11-28) measures log 50 with W's bound 3; rule D, amended, may make that the default.
+BONUS_SPAN: float | None = None
 SATURATION_WARN_STEPS = 50  # consecutive steps at W = auto_w_max with H below the target before the one warning
 AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
 _NEG_TOL = 1e-6  # entropies this far below 0 are rounding, not bugs
+_BONUS_SETTINGS = ("auto_bonus_max", "auto_bonus_span")  # inert (and not state) without the fallback
 _EPS = 1e-12  # floor on H_tgt in the relative error: target 0 gives e = -1 above 0 and e = 0 at 0 (no NaN)
 
 
@@ -110,9 +117,18 @@ class AutoWeightConfig:
     auto_bonus_max: float = field(
         default=1.0,
         metadata={"help": "auto_fallback bonus: upper bound of the bonus coefficient c (> 0); c rises linearly "
-                          "from 0 as the demand passes log auto_w_max and reaches it at 2 log auto_w_max; "
+                          "from 0 as the demand passes log auto_w_max and reaches it auto_bonus_span later; "
                           "default 1.0, the bound of TRL's own adaptive entropy coefficient (0.1 bound on the "
                           "measured case, docs/methods.md)."},
+    )
+
+    auto_bonus_span: float | None = field(
+        default=None,
+        metadata={"help": "auto_fallback bonus: the width of the bonus's half of the demand, in units of log W (> 0): "
+                          "c rises linearly from 0 at log auto_w_max to auto_bonus_max at log auto_w_max + "
+                          "auto_bonus_span, a gain of auto_bonus_max / auto_bonus_span per unit of demand. Unset: log "
+                          "auto_w_max (both halves on one scale; with a low auto_w_max the bonus then swings fast, "
+                          "docs/methods.md). The run's config.yaml logs the value used."},
     )
 
     def __post_init__(self) -> None:
@@ -137,6 +153,11 @@ class AutoWeightConfig:
         bonus_max = self.auto_bonus_max
         if not (isinstance(bonus_max, (int, float)) and math.isfinite(bonus_max) and bonus_max > 0.0):
             raise ValueError(f"auto_bonus_max={bonus_max!r} must be a finite number > 0")
+        if self.auto_bonus_span is None:  # resolved once, here, like auto_w_max
+            object.__setattr__(self, "auto_bonus_span", BONUS_SPAN if BONUS_SPAN is not None else math.log(w_max))
+        span = self.auto_bonus_span
+        if not (isinstance(span, (int, float)) and not isinstance(span, bool) and math.isfinite(span) and span > 0.0):
+            raise ValueError(f"auto_bonus_span={span!r} must be a finite number > 0 (units of log W)")
         if self.auto_kp == 0.0 and self.auto_ki == 0.0:
             raise ValueError("auto_kp=0 and auto_ki=0: the controller would never re-weight; give one of them > 0")
 
@@ -147,8 +168,8 @@ class AutoWeightConfig:
 
     @property
     def demand_max(self) -> float:
-        """The top of the whole range: u_max, or 2 u_max with the bonus in its second half."""
-        return 2.0 * self.u_max if self.auto_fallback == "bonus" else self.u_max
+        """The top of the whole range: u_max, or u_max + auto_bonus_span with the bonus in its second half."""
+        return self.u_max + self.auto_bonus_span if self.auto_fallback == "bonus" else self.u_max
 
 
 def _current_field(name: str) -> str:
@@ -177,10 +198,10 @@ class AutoWeightController:
     def __init__(self, target_entropy: float | str = 0.3, config: AutoWeightConfig | None = None) -> None:
         self.target = EntropyTarget(target_entropy)
         self.config = config or AutoWeightConfig()
-        # the state-defining settings (each a STARE config field of that name): auto_bonus_max defines the state
-        # only when the bonus can act, so a run without the fallback resumes whatever the bonus's bound says
+        # the state-defining settings (each a STARE config field of that name): the bonus's bound and span define
+        # the state only when the bonus can act, so a run without the fallback resumes whatever they say
         self.settings = tuple(n for n in self.ALL_SETTINGS
-                              if n != "auto_bonus_max" or self.config.auto_fallback == "bonus")
+                              if n not in _BONUS_SETTINGS or self.config.auto_fallback == "bonus")
         self.strength = 0.0  # u in [0, demand_max] (log W up to u_max); starts at W = M = 1 (vanilla)
         self.integral = 0.0  # I in [0, demand_max], units of u
         self.error = 0.0
@@ -255,11 +276,12 @@ class AutoWeightController:
 
     @property
     def entropy_coef(self) -> float:
-        """The bonus coefficient c: 0 below u_max, linear up to auto_bonus_max at 2 u_max (0 without the bonus)."""
+        """The bonus coefficient c: 0 below u_max, linear up to auto_bonus_max at u_max + auto_bonus_span (0 without
+        the bonus)."""
         cfg = self.config
         if cfg.auto_fallback != "bonus":
             return 0.0
-        share = min(max((self.strength - cfg.u_max) / cfg.u_max, 0.0), 1.0)
+        share = min(max((self.strength - cfg.u_max) / cfg.auto_bonus_span, 0.0), 1.0)
         return cfg.auto_bonus_max * share
 
     @property
@@ -299,7 +321,10 @@ class AutoWeightController:
     def upgrade_state(state: dict[str, Any]) -> dict[str, Any]:
         """A state saved with the settings nested under ``config`` (older checkpoints) in today's flat layout."""
         flat = {k: v for k, v in state.items() if k != "config"}
-        return {**flat, **{_current_field(k): v for k, v in (state.get("config") or {}).items()}}
+        state = {**flat, **{_current_field(k): v for k, v in (state.get("config") or {}).items()}}
+        if "auto_bonus_span" not in state and state.get("auto_w_max") is not None:  # saved before the span existed:
+            state["auto_bonus_span"] = math.log(state["auto_w_max"])  # the bonus's half was as wide as W's
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         require_same_settings(self, state)

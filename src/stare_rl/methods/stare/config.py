@@ -121,8 +121,11 @@ def check_stare_fields(cfg: StareControlFields) -> None:
         except ValueError as err:  # name the config fields, not the controller's arguments
             raise ValueError(f"weight_control='paper': {err} (weight_alpha / weight_w_max / weight_m_min)") from err
     # validates the auto_* fields whatever the mode (a typo fails before a long run), and resolves an unset
-    # auto_w_max from auto_fallback (W_MAX_ALONE or HAND_OFF_W): the config holds the bound the run uses
-    object.__setattr__(cfg, "auto_w_max", auto_weight_config(cfg).auto_w_max)
+    # auto_w_max from auto_fallback (W_MAX_ALONE or HAND_OFF_W) and an unset auto_bonus_span from it: the config
+    # holds the values the run uses
+    auto = auto_weight_config(cfg)
+    object.__setattr__(cfg, "auto_w_max", auto.auto_w_max)
+    object.__setattr__(cfg, "auto_bonus_span", auto.auto_bonus_span)
 
 
 def auto_weight_config(cfg: StareControlFields) -> AutoWeightConfig:
