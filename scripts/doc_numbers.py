@@ -1066,7 +1066,8 @@ def render_authority_map() -> str:
         text = (f"- `{task}` (hidden {', '.join(map(str, widths))}; target {', '.join(targets)}): the selection alone "
                 f"(C2 or `stare_sensitivity`, `auto`) kept the 21-step mean of the batch entropy within ±10 % of its "
                 f"target on ≥ 90 % of steps in {len(holds)} of {len(alone)} cells ({_span(band)} % of steps){cost}")
-        for rule, how in (("F", "`auto_fallback: bonus`"), ("F3", "the fallback and `auto_w_max: 3` (phase B3)")):
+        for rule, how in (("F", "`auto_fallback: bonus`"), ("F3", "the fallback and `auto_w_max: 3` (phase B3)"),
+                          ("F3s", "the fallback, `auto_w_max: 3` and `auto_bonus_span` log 50 (phase B3s)")):
             pairs = [f for k, f in rules.get(rule, {}).items() if k.startswith(f"{task} ") and "rescue" in f]
             if pairs:
                 withb = [100 * t["cells"][f["with"].split("/", 1)[1]]["reading"]["rolling"] for f in pairs]
@@ -1078,13 +1079,16 @@ def render_authority_map() -> str:
                          f"{_span([f['d_pass@k_points'] for f in pairs], '{:+.1f}')}")
         lines.append(text + ".")
     d, a = rules["D"], rules["D_amended"]
-    bound = "" if a["hand_off_w"] is None else f" with the hand-off at W {a['hand_off_w']}"
+    bound = "" if a["hand_off_w"] is None else f" with the hand-off at W {a['hand_off_w']:g}" + (
+        f" and the bonus's span {a['bonus_span']}" if a.get("bonus_span") else "")
     lines.append(f"- Rule D (`auto_fallback`'s default){' so far' if a['provisional'] else ''}: **{a['verdict']}**"
                  f"{bound}. "
                  f"With W ≤ 50, on {d['pairs_measured']} of {d['pairs_planned']} pairs, the fallback rescues "
                  f"{len(d['rescued'])} of the {len(d['misses'])} where the selection alone misses and costs "
                  f"{len(d['costs'])} of the {len(d['selection_holds'])} where it holds"
-                 + _d3_clause(rules["D3"]) + " (`bonus` needs ≥ 3 misses, ≥ 2/3 rescued, no cost)"
+                 + _d3_clause(rules["D3"], "W ≤ 3 (phase B3)")
+                 + _d3_clause(rules["D3s"], "W ≤ 3 and the bonus's span log 50 (phase B3s)")
+                 + " (`bonus` needs ≥ 3 misses, ≥ 2/3 rescued, no cost)"
                  + ("; provisional: the library's default stays `none` until the map is complete." if a["provisional"]
                     else "."))
     if a["verdict"] == "none":  # HYPOTHESES.md, rule D amended: then the README says where to turn it on, and with which bound
@@ -1093,7 +1097,7 @@ def render_authority_map() -> str:
                          f"with `auto_w_max` {w}: {_pair_list(rules[rule]['rescued'])}"
                          + (f" (and where the selection held, it lost the band in {_pair_list(rules[rule]['costs'])})"
                             if rules[rule]["costs"] else "")
-                         for w, rule in (("3", "D3"), ("50", "D"))) + ".")
+                         for w, rule in (("3 and `auto_bonus_span` log 50", "D3s"), ("3", "D3"), ("50", "D"))) + ".")
     return "\n".join(lines)
 
 
@@ -1107,11 +1111,11 @@ def _pair_list(keys: list[str]) -> str:
     return "; ".join(f"`{task}` at {target} ({', '.join(items)})" for (task, target), items in by.items()) or "none"
 
 
-def _d3_clause(d3: dict) -> str:
-    """Rule D's criterion on phase B3's pairs (W <= 3), once one of them is measured."""
+def _d3_clause(d3: dict, how: str) -> str:
+    """Rule D's criterion on phase B3's (or B3s's) pairs, ``how`` naming it, once one of them is measured."""
     if not d3["pairs_measured"]:
-        return f"; with W ≤ 3 (phase B3), 0 of {d3['pairs_planned']} pairs measured yet"
-    return (f"; with W ≤ 3 (phase B3), on {d3['pairs_measured']} of {d3['pairs_planned']} pairs, it rescues "
+        return f"; with {how}, 0 of {d3['pairs_planned']} pairs measured yet"
+    return (f"; with {how}, on {d3['pairs_measured']} of {d3['pairs_planned']} pairs, it rescues "
             f"{len(d3['rescued'])} of {len(d3['misses'])} and costs {len(d3['costs'])} of "
             f"{len(d3['selection_holds'])}")
 

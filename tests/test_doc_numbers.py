@@ -137,7 +137,8 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
              "c2_h64": _map_cell("t", "C2", 64, rolling=0.95, p1=0.55, pk=0.90),
              "sens_h64": _map_cell("t", "sensitivity", 64, rolling=0.40, p1=0.58, pk=0.82),
              "sens_fb_h64": _map_cell("t", "sensitivity", 64, "bonus", rolling=0.70, p1=0.50, pk=0.83),
-             "sens_fb3_h64": _map_cell("t", "sensitivity", 64, "bonus", rolling=0.96, p1=0.54, pk=0.84)}
+             "sens_fb3_h64": _map_cell("t", "sensitivity", 64, "bonus", rolling=0.96, p1=0.54, pk=0.84),
+             "sens_fb3s_h64": _map_cell("t", "sensitivity", 64, "bonus", rolling=0.93, p1=0.56, pk=0.85)}
     amap = {"n_seed0_finished": 4, "n_seed0_cells": 9, "tasks": {"t": {"cells": cells}},
             "rules": {"H": {"t/c2_h64": {"verdict": "holds"}, "t/sens_h64": {"verdict": "does not hold"}},
                       "F": {"t h64 sensitivity 0.7x": {"verdict": "rescues", "with": "t/sens_fb_h64", "rescue": True,
@@ -153,7 +154,13 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
                       "D3": {"provisional": True, "verdict": "none", "pairs_measured": 1, "pairs_planned": 2,
                              "rescued": ["t h64 sensitivity 0.7x"], "misses": ["t h64 sensitivity 0.7x"],
                              "costs": [], "selection_holds": []},
-                      "D_amended": {"verdict": "none", "hand_off_w": None, "provisional": True}}}
+                      "F3s": {"t h64 sensitivity 0.7x": {"verdict": "rescues", "with": "t/sens_fb3s_h64",
+                                                          "rescue": True, "with_fallback_holds": True,
+                                                          "d_pass@1_points": -2.0, "d_pass@k_points": 3.0}},
+                      "D3s": {"provisional": True, "verdict": "none", "pairs_measured": 1, "pairs_planned": 2,
+                              "rescued": ["t h64 sensitivity 0.7x"], "misses": ["t h64 sensitivity 0.7x"],
+                              "costs": [], "selection_holds": []},
+                      "D_amended": {"verdict": "none", "hand_off_w": None, "bonus_span": None, "provisional": True}}}
     monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
     text = doc_numbers.render_authority_map()
     assert "seed 0, 4 of 9 cells" in text
@@ -165,15 +172,21 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     assert "against the selection alone of -4.0 points and pass@8 +2.0" in text
     assert "**none**. With W ≤ 50, on 1 of 2 pairs" in text and "provisional" in text
     assert "with W ≤ 3 (phase B3), on 1 of 2 pairs, it rescues 1 of 1 and costs 0 of 0" in text
+    assert ("with the fallback, `auto_w_max: 3` and `auto_bonus_span` log 50 (phase B3s), in 1 of those pairs: 93.0 % "
+            "(held in 1, rescued by rule F3s in 1), at a pass@1 change against the selection alone of -2.0 points") in text
+    assert ("with W ≤ 3 and the bonus's span log 50 (phase B3s), on 1 of 2 pairs, it rescues 1 of 1 and costs 0 of 0 "
+            "(`bonus` needs") in text
     # D reads none: where to turn it on by hand, per bound (HYPOTHESES.md, rule D amended)
     assert ("- Where to turn it on by hand (`auto_fallback: bonus`), the pairs each bound rescued so far: with "
-            "`auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity); with `auto_w_max` 50: `t` at 0.7x (hidden 64 "
-            "sensitivity).") in text
+            "`auto_w_max` 3 and `auto_bonus_span` log 50: `t` at 0.7x (hidden 64 sensitivity); with `auto_w_max` 3: "
+            "`t` at 0.7x (hidden 64 sensitivity); with `auto_w_max` 50: `t` at 0.7x (hidden 64 sensitivity).") in text
     amap["rules"]["D3"]["costs"] = ["t h128 C2 0.7x", "t h64 C2 0.7x"]
     assert ("with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity) (and where the selection held, it lost the band "
             "in `t` at 0.7x (hidden 64 C2, hidden 128 C2))") in doc_numbers.render_authority_map()
-    amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3, "provisional": False}
-    assert "Where to turn it on" not in doc_numbers.render_authority_map()
+    amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3.0, "bonus_span": "log 50", "provisional": False}
+    text = doc_numbers.render_authority_map()
+    assert "Where to turn it on" not in text
+    assert "Rule D (`auto_fallback`'s default): **bonus** with the hand-off at W 3 and the bonus's span log 50." in text
 
 
 def test_real_lm_readme_block_states_the_registered_numbers(monkeypatch) -> None:

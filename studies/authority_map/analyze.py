@@ -6,8 +6,9 @@ Reads every cell of the three grids under ``--runs/<task>/runs/<method>/seed<S>`
 compare`` marked it done; the committed copies under docs/results/authority_map/<task> read the same), takes the
 per-cell values of authority_values.py (summarise.py's and the frontier's definitions, imported), checks each
 width's warm start against the default width's (``--cache``, default $STARE_RL_CACHE, is searched where a cell's
-run dir does not name it), and decides R, H, F, D and S with authority_rules.py, and F3 and the amended D of the
-deviation of 2026-11-28 (phase B3: the fallback with ``auto_w_max: 3``). A cell that is not finished is
+run dir does not name it), and decides R, H, F, D and S with authority_rules.py, and F3, F3s and the amended D of
+the deviations of 2026-11-28 (phase B3: the fallback with ``auto_w_max: 3``; phase B3s: B3 with ``auto_bonus_span``
+log 50). A cell that is not finished is
 "not run yet"; a phase-C cell where R does not hold is "skipped (rule R)". Writes ``authority_map.json``,
 ``authority_map.md`` (a table per task: width x actuator x target x fallback, then each rule with its numbers) and
 ``authority_map.png`` (the rolling band fraction per cell, without and with the fallback, and the 90 % line) into
@@ -31,7 +32,9 @@ from authority_values import DONE, cell_record, warmstart_record
 
 SEEDS = (0, 1, 2)
 LEARNS = 0.5  # a wider width's warm start learns the task: greedy accuracy >= half the default width's
-B3_KEY = " (W ≤ 3)"  # rule S's key of a B3 pair (F3's own keys are the pair's, as F's)
+S_KEY = {"B": "", "B3": " (W ≤ 3)", "B3s": " (W ≤ 3, span log 50)"}  # rule S's pair key per phase (F's own
+# keys are the pair's, in F, F3 and F3s alike)
+AGAINST = {"B3": "B", "B3s": "B3"}  # descriptive beside F3 / F3s: B3 against B, B3s against B3
 
 
 def pair_key(task: str, width: int, actuator: str, target: str | None) -> str:
@@ -141,7 +144,8 @@ def _state(cell: dict[str, Any], phase: str, r: dict[str, Any]) -> str:
 
 def decide(tasks: dict[str, Any]) -> dict[str, Any]:
     """R per width, H per cell, F per pair, D over the pairs, S per task (seed 0's values)."""
-    h, f, f3, s = {}, {}, {}, {}
+    h, s = {}, {}
+    by_phase: dict[str, dict[str, Any]] = {"B": {}, "B3": {}, "B3s": {}}  # F, F3, F3s
     for task, t in tasks.items():
         pairs0: dict[str, tuple[str, str]] = {}  # pair -> (without, with the fallback)
         rolling0: dict[str, float | None] = {}
@@ -159,28 +163,31 @@ def decide(tasks: dict[str, Any]) -> dict[str, Any]:
             if slot.fallback == "bonus":
                 none = next(x for x, o in slots(task).items() if o.pair == slot.pair and o.fallback == "none")
                 key = pair_key(*slot.pair)
-                out = f3 if slot.phase == "B3" else f  # F3: B3 against the selection alone, as F reads B
+                # F reads B and phase C's pairs; F3 / F3s: B3 / B3s against the selection alone, as F reads B
+                out = by_phase.get(slot.phase, by_phase["B"])
                 out[key] = {"without": f"{task}/{none}", "with": f"{task}/{m}",
                             **rule_f(t["cells"][none]["reading"], cell["reading"])}
                 if out[key]["verdict"] == "not run yet" and cell["state"].startswith("skipped"):
                     out[key]["verdict"] = cell["state"]
                 elif out[key]["verdict"] == "not run yet" and not cell["scored"]:
                     out[key]["verdict"] = "not scored (the width's warm start did not learn the task)"
-                if slot.phase == "B3":  # descriptive: B3 against B (W <= 3 against W <= 50)
-                    b = next(x for x, o in slots(task).items() if o.pair == slot.pair and o.phase == "B")
+                if slot.phase in AGAINST:  # descriptive: B3 against B (W <= 3 against W <= 50), B3s against B3
+                    b = next(x for x, o in slots(task).items() if o.pair == slot.pair and o.phase == AGAINST[slot.phase])
                     out[key]["against_b"] = {"b": f"{task}/{b}", **_against(t["cells"][b]["reading"], cell["reading"])}
-                pairs0[key + (B3_KEY if slot.phase == "B3" else "")] = (none, m)
+                pairs0[key + S_KEY.get(slot.phase, "")] = (none, m)
         d0 = {k: rule_f({"rolling": rolling0[a]}, {"rolling": rolling0[b]}).get("d_points") for k, (a, b) in pairs0.items()}
         s[task] = rule_s(rolling0, {k: (a, b, d0[k]) for k, (a, b) in pairs0.items()})
         for m in s[task]:  # H and F are read on the seed mean (n = 3) of these; until then, on what has finished
             h[f"{task}/{m}"]["seeds_finished"] = sorted(t["cells"][m]["seeds"])
-    d, d3 = rule_d(f), rule_d(f3)
+    f, f3, f3s = by_phase["B"], by_phase["B3"], by_phase["B3s"]
+    d, d3, d3s = rule_d(f), rule_d(f3), rule_d(f3s)
     return {"R": {task: t["R"] for task, t in tasks.items()}, "H": h, "F": f, "D": d, "F3": f3, "D3": d3,
-            "D_amended": rule_d_amended(d, d3, f, f3), "S": s}
+            "F3s": f3s, "D3s": d3s, "D_amended": rule_d_amended({"50": (d, f), "3": (d3, f3), "3s": (d3s, f3s)}),
+            "S": s}
 
 
 def _against(b: dict[str, Any] | None, b3: dict[str, Any] | None) -> dict[str, Any]:
-    """B3 - B in points: rolling band, pass@1, pass@k (None where either is missing)."""
+    """B3 - B (or B3s - B3) in points: rolling band, pass@1, pass@k (None where either is missing)."""
     return {f"d_{k}_points": None if not b or not b3 or b.get(k) is None or b3.get(k) is None else 100 * (b3[k] - b[k])
             for k in ("rolling", "pass@1", "pass@k")}
 

@@ -1,14 +1,17 @@
 """The authority map's layout (studies/authority_map/HYPOTHESES.md), read from its three pre-registered grids.
 
 Each grid method is one :class:`Slot` of the map: (task, width, actuator, target, fallback, W bound), from the
-method's fields (``method``, ``tiny_hidden_size``, ``target_entropy``, ``auto_fallback``, ``auto_w_max``), not from
+method's fields (``method``, ``tiny_hidden_size``, ``target_entropy``, ``auto_fallback``, ``auto_w_max``,
+``auto_bonus_span``), not from
 its name; its phase follows: A = GRPO and both actuators at 0.7x without the fallback, B = the same with
-``auto_fallback: bonus``, B3 = B with ``auto_w_max: 3`` (the deviation of 2026-11-28), C = 0.5x. Reads the YAML only (no training code), so the driver's declaration imports it at no cost.
+``auto_fallback: bonus``, B3 = B with ``auto_w_max: 3`` (the deviation of 2026-11-28), B3s = B3 with
+``auto_bonus_span`` log 50 (the second deviation of 2026-11-28), C = 0.5x. Reads the YAML only (no training code), so the driver's declaration imports it at no cost.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,6 +24,7 @@ ACTUATORS = {"vanilla": "grpo", "stare": "C2", "stare_sensitivity": "sensitivity
 REFERENCE = "grpo"
 PRIMARY_TARGET, LOW_TARGET = "0.7x", "0.5x"
 HAND_OFF_W = 3.0  # phase B3's auto_w_max: the bonus takes over once W reaches 3
+BONUS_SPAN = math.log(50.0)  # phase B3s's auto_bonus_span: the bonus's half as wide as with W <= 50
 
 
 class Slot(NamedTuple):
@@ -32,18 +36,21 @@ class Slot(NamedTuple):
     target: str | None  # "0.7x" | "0.5x" | None (GRPO)
     fallback: str  # "none" | "bonus"
     w_max: float | None = None  # auto_w_max as the grid spells it (B and C with the fallback: 50, B3: 3); else None
+    span: float | None = None  # auto_bonus_span as the grid spells it (B3s: log 50); else None
 
     @property
     def phase(self) -> str:
         if self.actuator == REFERENCE or (self.target == PRIMARY_TARGET and self.fallback == "none"):
             return "A"
         if self.target == PRIMARY_TARGET:
-            return "B3" if self.w_max == HAND_OFF_W else "B"
+            if self.w_max == HAND_OFF_W:
+                return "B3s" if self.span is not None else "B3"
+            return "B"
         return "C"
 
     @property
     def pair(self) -> tuple[str, int, str, str | None]:
-        """Rule F's pair: the same (task, width, actuator, target), without and with the fallback."""
+        """Rule F's pair: the same (task, width, actuator, target), without and with the fallback (F3, F3s alike)."""
         return self.task, self.width, self.actuator, self.target
 
 
@@ -54,9 +61,10 @@ def slots(task: str) -> dict[str, Slot]:
     out = {}
     for name, fields in data["methods"].items():
         cfg = {**data["base"], **fields}
-        w_max = cfg.get("auto_w_max")
+        w_max, span = cfg.get("auto_w_max"), cfg.get("auto_bonus_span")
         out[name] = Slot(task, int(cfg["tiny_hidden_size"]), ACTUATORS[cfg["method"]], cfg.get("target_entropy"),
-                         str(cfg.get("auto_fallback", "none")), None if w_max is None else float(w_max))
+                         str(cfg.get("auto_fallback", "none")), None if w_max is None else float(w_max),
+                         None if span is None else float(span))
     return out
 
 

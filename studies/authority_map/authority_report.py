@@ -29,9 +29,13 @@ CELL_HEAD = ("| width | actuator | target | fallback | phase | state | n | H sta
              "W at bound | bonus at bound | L+ mean | L− mean | L+ empty | pass@1 | pass@8 | H |")
 
 
+PHASE_LABEL = {"B3": " (W ≤ 3)", "B3s": " (W ≤ 3, span log 50)"}  # the fallback column's note per phase
+
+
 def fallback_label(s: Any) -> str:
-    """The fallback column: ``none``, ``bonus``, or ``bonus (W ≤ 3)`` for phase B3."""
-    return s.fallback + (" (W ≤ 3)" if s.phase == "B3" else "")
+    """The fallback column: ``none``, ``bonus``, ``bonus (W ≤ 3)`` for phase B3, ``bonus (W ≤ 3, span log 50)`` for
+    B3s."""
+    return s.fallback + PHASE_LABEL.get(s.phase, "")
 
 
 def _cell_row(task: str, m: str, cell: dict[str, Any], h: dict[str, Any] | None) -> str:
@@ -97,7 +101,7 @@ def _row_order(task: str):
     def key(m: str) -> tuple:
         s = slots(task)[m]
         return (s.width, s.actuator != REFERENCE, s.actuator, -float((s.target or "1x")[:-1]), s.fallback != "none",
-                s.phase == "B3")
+                s.phase in PHASE_LABEL, s.phase == "B3s")
     return key
 
 
@@ -146,33 +150,49 @@ def _rules_section(result: dict[str, Any]) -> list[str]:
         lines.append(f"| {key} | {_pct(_get(result, p['without']))} | {_pct(_get(result, p['with']))} | "
                      f"{_f(p.get('d_points'), '{:+.1f}')} | {_f(p.get('d_pass@1_points'), '{:+.1f}')} | "
                      f"{_f(p.get('d_pass@k_points'), '{:+.1f}')} | {p['verdict']} |")
-    lines += ["", "**F3 (what the fallback with `auto_w_max: 3` adds; phase B3, the deviation of 2026-11-28)**, per "
-              "pair: F's definitions with B3 in place of B; beside it, descriptive, B3 − B (W ≤ 3 against W ≤ 50):", "",
-              "| pair | without | with (W ≤ 3) | d3 (points) | Δ pass@1 (points) | Δ pass@8 (points) | verdict | "
-              "B3 − B: band, pass@1, pass@8 (points) |", "|---|---|---|---|---|---|---|---|"]
-    for key, p in rules.get("F3", {}).items():
-        ab = p.get("against_b") or {}
-        lines.append(f"| {key} | {_pct(_get(result, p['without']))} | {_pct(_get(result, p['with']))} | "
-                     f"{_f(p.get('d_points'), '{:+.1f}')} | {_f(p.get('d_pass@1_points'), '{:+.1f}')} | "
-                     f"{_f(p.get('d_pass@k_points'), '{:+.1f}')} | {p['verdict']} | "
-                     f"{_f(ab.get('d_rolling_points'), '{:+.1f}')}, {_f(ab.get('d_pass@1_points'), '{:+.1f}')}, "
-                     f"{_f(ab.get('d_pass@k_points'), '{:+.1f}')} |")
+    for rule, title, short, against in (
+            ("F3", "**F3 (what the fallback with `auto_w_max: 3` adds; phase B3, the deviation of 2026-11-28)**, per "
+             "pair: F's definitions with B3 in place of B; beside it, descriptive, B3 − B (W ≤ 3 against W ≤ 50):",
+             "W ≤ 3", "B3 − B"),
+            ("F3s", "**F3s (what the fallback with `auto_w_max: 3` and `auto_bonus_span` log 50 adds; phase B3s, the "
+             "second deviation of 2026-11-28)**, per pair: F's definitions with B3s in place of B; beside it, "
+             "descriptive, B3s − B3 (the bonus's span log 50 against log 3):", "W ≤ 3, span log 50", "B3s − B3")):
+        lines += ["", title, "", f"| pair | without | with ({short}) | d (points) | Δ pass@1 (points) | Δ pass@8 "
+                  f"(points) | verdict | {against}: band, pass@1, pass@8 (points) |", "|---|---|---|---|---|---|---|---|"]
+        for key, p in rules.get(rule, {}).items():
+            ab = p.get("against_b") or {}
+            lines.append(f"| {key} | {_pct(_get(result, p['without']))} | {_pct(_get(result, p['with']))} | "
+                         f"{_f(p.get('d_points'), '{:+.1f}')} | {_f(p.get('d_pass@1_points'), '{:+.1f}')} | "
+                         f"{_f(p.get('d_pass@k_points'), '{:+.1f}')} | {p['verdict']} | "
+                         f"{_f(ab.get('d_rolling_points'), '{:+.1f}')}, {_f(ab.get('d_pass@1_points'), '{:+.1f}')}, "
+                         f"{_f(ab.get('d_pass@k_points'), '{:+.1f}')} |")
     lines += ["", _d_line("D (the default of `auto_fallback`; on F, W ≤ 50)", rules["D"])]
-    if "D3" in rules:
-        a = rules["D_amended"]
-        state = " (provisional)" if a["provisional"] else ""
-        choice = (f"`bonus` with the hand-off at W {a['hand_off_w']}" if a["verdict"] == "bonus" else "`none`")
-        lines += ["", _d_line("D's criterion on F3 (W ≤ 3)", rules["D3"]), "",
-                  f"**D as amended (2026-11-28)**: **{choice}**{state}: the criterion is met by "
-                  f"{', '.join(f'W ≤ {w}' for w in a['meets']) or 'neither'}; rescued pairs holding H: "
-                  f"{a['rescued_pairs_holding_h'][50]} with W ≤ 50, {a['rescued_pairs_holding_h'][3]} with W ≤ 3 "
-                  "(both met: the larger count wins, a tie keeps 50)."]
+    a = rules["D_amended"]
+    state = " (provisional)" if a["provisional"] else ""
+    lines += ["", _d_line("D's criterion on F3 (W ≤ 3)", rules["D3"]), "",
+              _d_line("D's criterion on F3s (W ≤ 3, the bonus's span log 50)", rules["D3s"]), "",
+              f"**D as amended (2026-11-28)**: **{hand_off_phrase(a)}**{state}: the criterion is met by "
+              f"{', '.join(OPTION_LABEL[k] for k in a['meets']) or 'none of them'}; rescued pairs holding H: "
+              + ", ".join(f"{a['rescued_pairs_holding_h'][k]} with {OPTION_LABEL[k]}" for k in OPTION_LABEL)
+              + " (more than one met: the larger count wins, a tie keeps the first of W ≤ 50, W ≤ 3, W ≤ 3 with the "
+              "span log 50)."]
     lines += ["", "**S (seeds 1 and 2 where the result is close)**, from seed 0:", ""]
     for task, picks in rules["S"].items():
         lines.append(f"- {task}: " + ("; ".join(
             f"{m} ({', '.join(why)}; seeds finished: {rules['H'][f'{task}/{m}']['seeds_finished']}, H and F read on "
             "their mean)" for m, why in picks.items()) or "none"))
     return lines
+
+
+OPTION_LABEL = {"50": "W ≤ 50", "3": "W ≤ 3", "3s": "W ≤ 3 with the bonus's span log 50"}  # D amended's options
+
+
+def hand_off_phrase(a: dict[str, Any]) -> str:
+    """D amended's choice in words: ``none``, or ``bonus`` with its hand-off bound (and the bonus's span)."""
+    if a["verdict"] != "bonus":
+        return "`none`"
+    span = f" and the bonus's span {a['bonus_span']}" if a.get("bonus_span") else ""
+    return f"`bonus` with the hand-off at W {a['hand_off_w']:g}{span}"
 
 
 def _d_line(title: str, d: dict[str, Any]) -> str:
@@ -200,14 +220,20 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines + _rules_section(result)) + "\n"
 
 
-VARIANTS = (("none", False), ("bonus", False), ("bonus", True))  # fallback, and whether it is phase B3's (W <= 3)
-HATCH = {("none", False): None, ("bonus", False): "//", ("bonus", True): "xx"}
+VARIANTS = (("none", "A"), ("bonus", "B"), ("bonus", "B3"), ("bonus", "B3s"))  # fallback, and the phase
+HATCH = {"A": None, "B": "//", "B3": "xx", "B3s": ".."}
+BAR = 0.055  # four colours x four variants per width
+
+
+def _variant(s: Any) -> tuple[str, str]:
+    """A slot's bar in the figure: (fallback, the phase whose hatch it takes); phase C's cells take A's or B's."""
+    return ("none", "A") if s.fallback == "none" else ("bonus", "B" if s.phase == "C" else s.phase)
 
 
 def figure(result: dict[str, Any], path: Path) -> Path:
-    """Per task, the band of the 21-step mean per (width, actuator, target), without (solid) and with (hatched) the
-    fallback (hatched; cross-hatched: with ``auto_w_max: 3``, phase B3); a missing cell leaves its place empty; the
-    90 % line dashed."""
+    """Per task, the band of the 21-step mean per (width, actuator, target), without (solid) and with the fallback
+    (hatched; cross-hatched: with ``auto_w_max: 3``, phase B3; dotted: and ``auto_bonus_span`` log 50, phase B3s); a
+    missing cell leaves its place empty; the 90 % line dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -222,13 +248,13 @@ def figure(result: dict[str, Any], path: Path) -> Path:
         cells, ws = result["tasks"][task]["cells"], widths(task)
         for i, w in enumerate(ws):
             for j, ((act, tgt), colour) in enumerate(colours.items()):
-                for k, (fb, b3) in enumerate(VARIANTS):
-                    m = next((m for m, s in slots(task).items() if (s.width, s.actuator, s.target, s.fallback,
-                                                                     s.phase == "B3") == (w, act, tgt, fb, b3)), None)
+                for k, (fb, phase) in enumerate(VARIANTS):
+                    m = next((m for m, s in slots(task).items()
+                              if (s.width, s.actuator, s.target, _variant(s)) == (w, act, tgt, (fb, phase))), None)
                     v = (cells[m].get("reading") or {}).get("rolling") if m else None
-                    x = i + (3 * j + k - 5.5) * 0.07
+                    x = i + (len(VARIANTS) * j + k - (len(colours) * len(VARIANTS) - 1) / 2) * BAR
                     if v is not None:
-                        ax.bar(x, 100 * v, width=0.07, color=colour, hatch=HATCH[(fb, b3)], edgecolor="black",
+                        ax.bar(x, 100 * v, width=BAR, color=colour, hatch=HATCH[phase], edgecolor="black",
                                linewidth=0.3)
         ax.axhline(100 * HOLD, ls="--", color="black", lw=0.8)
         ax.set_xticks(range(len(ws)), [f"hidden {w}" for w in ws])
@@ -239,13 +265,13 @@ def figure(result: dict[str, Any], path: Path) -> Path:
         ax.set_title(f"{task}: {done} of {len(cells)} seed-0 cells finished")
         if not any(c.get("reading") for c in cells.values()):
             ax.text(0.5, 0.5, "not run yet", transform=ax.transAxes, ha="center", va="center", color="grey")
-    planned = {(x.actuator, x.target, x.fallback, x.phase == "B3") for t in TASKS for x in slots(t).values()}
-    handles = [Patch(facecolor=colour, edgecolor="black", hatch=HATCH[(fb, b3)],
-                     label=f"{act} {tgt}, fallback {fb}{' (W ≤ 3)' if b3 else ''}") for (act, tgt), colour in colours.items()
-               for fb, b3 in VARIANTS if (act, tgt, fb, b3) in planned]
+    planned = {(x.actuator, x.target, _variant(x)) for t in TASKS for x in slots(t).values()}
+    handles = [Patch(facecolor=colour, edgecolor="black", hatch=HATCH[phase],
+                     label=f"{act} {tgt}, fallback {fb}{PHASE_LABEL.get(phase, '')}")
+               for (act, tgt), colour in colours.items() for fb, phase in VARIANTS if (act, tgt, (fb, phase)) in planned]
     handles.append(Line2D([], [], ls="--", color="black", label="90 % (rule H)"))
-    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.13, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -81,17 +81,24 @@ def rule_d(pairs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             "turn_it_on_in": rescued}
 
 
-def rule_d_amended(d: Mapping[str, Any], d3: Mapping[str, Any], f: Mapping[str, Mapping[str, Any]],
-                   f3: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """D as amended on 2026-11-28 (phase B3): D's criterion on F (the fallback with W <= 50) and on F3 (W <= 3). One
-    meets it: ``bonus`` with that hand-off bound. Both: the one whose rescued pairs hold H in more pairs (a tie keeps
-    50). Neither: ``none``. Provisional while either is."""
-    holds = {50: sum(bool(f[k].get("with_fallback_holds")) for k in d["rescued"]),
-             3: sum(bool(f3[k].get("with_fallback_holds")) for k in d3["rescued"])}
-    meets = [w for w, x in ((50, d), (3, d3)) if x["verdict"] == "bonus"]
-    bound = None if not meets else meets[0] if len(meets) == 1 else (3 if holds[3] > holds[50] else 50)
-    return {"verdict": "bonus" if bound else "none", "hand_off_w": bound, "meets": meets,
-            "provisional": bool(d["provisional"] or d3["provisional"]), "rescued_pairs_holding_h": holds}
+# D as amended: the options in the order a tie keeps (the registered 50 first, then phase B3's, then B3s's)
+HAND_OFFS = {"50": {"hand_off_w": 50.0, "bonus_span": None}, "3": {"hand_off_w": 3.0, "bonus_span": None},
+             "3s": {"hand_off_w": 3.0, "bonus_span": "log 50"}}
+
+
+def rule_d_amended(options: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Mapping[str, Any]]]]
+                   ) -> dict[str, Any]:
+    """D as amended on 2026-11-28 (phases B3 and B3s): D's criterion on F (the fallback with W <= 50), on F3 (W <= 3)
+    and on F3s (W <= 3, the bonus's span log 50). ``options``: "50" / "3" / "3s" -> (that rule_d, its F pairs). One
+    meets it: ``bonus`` with that hand-off. Several: the one whose rescued pairs hold H in more pairs; a tie keeps the
+    first in HAND_OFFS's order (50, then 3, then 3s). None: ``none``. Provisional while any is."""
+    holds = {k: sum(bool(f[p].get("with_fallback_holds")) for p in d["rescued"]) for k, (d, f) in options.items()}
+    meets = [k for k in HAND_OFFS if k in options and options[k][0]["verdict"] == "bonus"]
+    best = max(meets, key=lambda k: (holds[k], -list(HAND_OFFS).index(k))) if meets else None
+    return {"verdict": "bonus" if best else "none", "choice": best,
+            "hand_off_w": None if best is None else HAND_OFFS[best]["hand_off_w"],
+            "bonus_span": None if best is None else HAND_OFFS[best]["bonus_span"], "meets": meets,
+            "provisional": any(d["provisional"] for d, _ in options.values()), "rescued_pairs_holding_h": holds}
 
 
 def rule_s(rolling: Mapping[str, float | None], pairs: Mapping[str, tuple[str, str, float | None]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -73,23 +74,31 @@ def test_d_thresholds() -> None:
 
 
 def test_d_amended_chooses_the_hand_off_bound() -> None:
-    """D as amended (phase B3): D's criterion on F (W <= 50) and on F3 (W <= 3); one met: that bound; both: more
-    rescued pairs holding H wins, a tie keeps 50; neither: none."""
+    """D as amended (phases B3 and B3s): D's criterion on F (W <= 50), F3 (W <= 3) and F3s (W <= 3, span log 50);
+    one met: that hand-off; several: more rescued pairs holding H wins, a tie keeps the first of 50, 3, 3s; none:
+    none."""
     held, rescued_only, miss_not = rules.rule_f(_r(0.4), _r(0.95)), rules.rule_f(_r(0.4), _r(0.65)), rules.rule_f(_r(0.4), _r(0.45))
     assert held["with_fallback_holds"] and not rescued_only["with_fallback_holds"] and rescued_only["rescue"]
     f50, f3 = _pairs(rescued_only, rescued_only, miss_not), _pairs(held, held, held)
-    d50, d3 = rules.rule_d(f50), rules.rule_d(f3)
-    assert d50["verdict"] == "bonus" and d3["verdict"] == "bonus"
-    a = rules.rule_d_amended(d50, d3, f50, f3)
-    assert a["verdict"] == "bonus" and a["hand_off_w"] == 3 and a["meets"] == [50, 3]
-    assert a["rescued_pairs_holding_h"] == {50: 0, 3: 3}
-    tie = rules.rule_d_amended(d50, d50, f50, f50)
-    assert tie["hand_off_w"] == 50  # both met, the same count: 50 stays
-    none3 = rules.rule_d(_pairs(miss_not, miss_not, miss_not))
-    assert rules.rule_d_amended(d50, none3, f50, _pairs(miss_not, miss_not, miss_not))["hand_off_w"] == 50
-    assert rules.rule_d_amended(none3, d3, f50, f3)["hand_off_w"] == 3
-    neither = rules.rule_d_amended(none3, none3, f50, f3)
+    fnot = _pairs(miss_not, miss_not, miss_not)
+    d50, d3, dnot = rules.rule_d(f50), rules.rule_d(f3), rules.rule_d(fnot)
+    assert d50["verdict"] == "bonus" and d3["verdict"] == "bonus" and dnot["verdict"] == "none"
+
+    def amended(o50, o3, o3s):
+        return rules.rule_d_amended({"50": o50, "3": o3, "3s": o3s})
+
+    a = amended((d50, f50), (d3, f3), (dnot, fnot))
+    assert a["verdict"] == "bonus" and a["hand_off_w"] == 3 and a["bonus_span"] is None and a["meets"] == ["50", "3"]
+    assert a["rescued_pairs_holding_h"] == {"50": 0, "3": 3, "3s": 0} and a["choice"] == "3"
+    assert amended((d50, f50), (d50, f50), (dnot, fnot))["hand_off_w"] == 50  # a tie: 50 stays
+    assert amended((d50, f50), (dnot, fnot), (dnot, fnot))["hand_off_w"] == 50
+    assert amended((dnot, fnot), (d3, f3), (dnot, fnot))["hand_off_w"] == 3
+    s = amended((d50, f50), (dnot, fnot), (d3, f3))  # B3s alone holds H where it rescues
+    assert (s["choice"], s["hand_off_w"], s["bonus_span"]) == ("3s", 3, "log 50") and s["meets"] == ["50", "3s"]
+    assert amended((dnot, fnot), (d3, f3), (d3, f3))["choice"] == "3"  # a tie between 3 and 3s keeps 3
+    neither = amended((dnot, fnot), (dnot, fnot), (dnot, fnot))
     assert neither["verdict"] == "none" and neither["hand_off_w"] is None and not neither["provisional"]
+    assert amended((dnot, fnot), (dnot, fnot), (rules.rule_d({"p": {"verdict": "not run yet"}}), {}))["provisional"]
 
 
 def test_r_on_a_constructed_grpo_entropy_series() -> None:
@@ -144,6 +153,7 @@ def test_analysis_on_fake_cells(tmp_path: Path) -> None:
     _cell(tmp_path, "arithmetic", "c2_t07_h64", HELD, target=0.7, p1=0.50)
     _cell(tmp_path, "arithmetic", "c2_t07_fb_h64", HELD, target=0.7, fallback="bonus", p1=0.47)
     _cell(tmp_path, "arithmetic", "sens_t07_fb3_h64", HELD, target=0.7, fallback="bonus", coef=0.1, p1=0.52)
+    _cell(tmp_path, "arithmetic", "sens_t07_fb3s_h64", LOST, target=0.7, fallback="bonus", coef=0.1, p1=0.55)
     _cell(tmp_path, "arithmetic", "c2_t07_h128", HELD, target=0.7, done=False, width=128)  # running: not run yet
     (tmp_path / "arithmetic" / "runs" / "c2_t07_fb_h128" / "seed0").mkdir(parents=True)  # done, unreadable
     (tmp_path / "arithmetic" / "runs" / "c2_t07_fb_h128" / "seed0" / "compare_done.json").write_text("{}")
@@ -169,12 +179,22 @@ def test_analysis_on_fake_cells(tmp_path: Path) -> None:
     assert f3["against_b"]["b"] == "arithmetic/sens_t07_fb_h64" and f3["against_b"]["d_rolling_points"] == 0.0
     assert f3["against_b"]["d_pass@1_points"] == pytest.approx(5.0)
     assert r["D3"]["rescued"] == ["arithmetic h64 sensitivity 0.7x"] and r["D_amended"]["verdict"] == "none"
+    f3s = r["F3s"]["arithmetic h64 sensitivity 0.7x"]  # phase B3s against the selection alone, and against B3
+    assert f3s["verdict"] == "does not rescue" and f3s["with"] == "arithmetic/sens_t07_fb3s_h64"
+    assert f3s["against_b"]["b"] == "arithmetic/sens_t07_fb3_h64" and f3s["against_b"]["d_pass@1_points"] == pytest.approx(3.0)
+    assert r["D3s"]["misses"] == ["arithmetic h64 sensitivity 0.7x"] and r["D3s"]["rescued"] == []
+    assert r["H"]["arithmetic/sens_t07_fb3s_h64"]["verdict"] == "does not hold"
     out = tmp_path / "out"
     assert an.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     md = (out / "authority_map.md").read_text()
     assert "| 64 | sensitivity | 0.7x | bonus | B | finished | 1 |" in md and (out / "authority_map.png").is_file()
-    assert json.loads((out / "authority_map.json").read_text())["n_seed0_finished"] == 8  # the unreadable too
+    assert json.loads((out / "authority_map.json").read_text())["n_seed0_finished"] == 9  # the unreadable too
     assert "| 64 | sensitivity | 0.7x | bonus (W ≤ 3) | B3 | finished | 1 |" in md
+    assert "| 64 | sensitivity | 0.7x | bonus (W ≤ 3, span log 50) | B3s | finished | 1 |" in md
+    assert md.index("| bonus (W ≤ 3) | B3 |") < md.index("| bonus (W ≤ 3, span log 50) | B3s |")  # rows: B3s last
+    assert "**F3s (what the fallback with `auto_w_max: 3` and `auto_bonus_span` log 50 adds" in md
+    assert "| arithmetic h64 sensitivity 0.7x | 13.1 % | 13.1 % | +0.0 | +5.0 | +0.0 | does not rescue | -86.9, +3.0, +0.0 |" in md
+    assert "**D's criterion on F3s (W ≤ 3, the bonus's span log 50)**: **none**" in md
     assert "| arithmetic h64 sensitivity 0.7x | 13.1 % | 100.0 % | +86.9 | +2.0 | +0.0 | rescues | +0.0, +5.0, +0.0 |" in md  # F3 row
     assert ("- hidden 64, sensitivity 0.7x, fallback none: below the band on average (mean 0.54x the target): out of "
             "authority, W at its bound on 100 % of steps, L+ empty on 100 %.") in md  # LOST: (20 x 0.7 + 79 x 0.3) / 99 / 0.7
@@ -209,12 +229,14 @@ def test_analysis_on_an_empty_run_root(tmp_path: Path) -> None:
     an = _load("analyze")
     assert an.main(["--runs", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 0
     res = json.loads((tmp_path / "out" / "authority_map.json").read_text())
-    assert res["n_seed0_finished"] == 0 and res["n_seed0_cells"] == 99  # 81 registered + 18 of phase B3
+    assert res["n_seed0_finished"] == 0 and res["n_seed0_cells"] == 117  # 81 registered + 18 of B3 + 18 of B3s
     assert {c["state"] for t in res["tasks"].values() for c in t["cells"].values()} == {"not run yet"}
     assert {p["verdict"] for p in res["rules"]["F"].values()} == {"not run yet"}
     assert len(res["rules"]["F3"]) == 18 and {p["verdict"] for p in res["rules"]["F3"].values()} == {"not run yet"}
-    assert res["rules"]["D_amended"] == {"verdict": "none", "hand_off_w": None, "meets": [], "provisional": True,
-                                         "rescued_pairs_holding_h": {"50": 0, "3": 0}}  # json: the keys are strings
+    assert len(res["rules"]["F3s"]) == 18 and {p["verdict"] for p in res["rules"]["F3s"].values()} == {"not run yet"}
+    assert res["rules"]["D_amended"] == {"verdict": "none", "choice": None, "hand_off_w": None, "bonus_span": None,
+                                         "meets": [], "provisional": True,
+                                         "rescued_pairs_holding_h": {"50": 0, "3": 0, "3s": 0}}
 
 
 def test_s_on_fake_cells_and_the_warm_start_check(tmp_path: Path) -> None:
@@ -264,13 +286,17 @@ def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -
     cd = rc.cell_driver  # the driver module run_cells' blocks were built with
     study = rc.STUDY
     static = [c for b in study.order if b.when is None for c in b.cells()]
-    assert len(static) == 63 and all(c.seed == 0 for c in static)  # per task: phase A (9), B (6), then B3 (6)
+    assert len(static) == 81 and all(c.seed == 0 for c in static)  # per task: phase A (9), B (6), B3 (6); then B3s
     assert [c.method for c in static[:3]] == ["grpo_h64", "c2_t07_h64", "sens_t07_h64"]
     assert [(c.part, c.method) for c in (static[8], static[9], static[15], static[21])] == [
         ("arithmetic", "sens_t07_h256"), ("arithmetic", "c2_t07_fb_h64"), ("arithmetic", "c2_t07_fb3_h64"),
         ("countdown", "grpo_h128")]
     assert {rc.slots(c.part)[c.method].phase for c in static[15:21]} == {"B3"}
     assert all(rc.slots(c.part)[c.method].w_max == 3.0 for c in static[15:21])
+    assert [rc.slots(c.part)[c.method].phase for c in static[57:64]] == ["B3"] * 6 + ["B3s"]  # countdown_cot's B3 last
+    assert [(c.part, c.method) for c in (static[63], static[69], static[80])] == [
+        ("arithmetic", "c2_t07_fb3s_h64"), ("countdown", "c2_t07_fb3s_h128"), ("countdown_cot", "sens_t07_fb3s_h256")]
+    assert all(rc.slots(c.part)[c.method].span == pytest.approx(math.log(50.0)) for c in static[63:])
     assert study.parallel == 2 and "STARE_RL_CACHE" in study.needs_env
     assert study.pins == cd.KERNEL_PINS and study.analyze_args == ("--runs", "{run_root}", "--out", "{docs}")
     block = next(b for b in study.order if b.when is not None and b.part == "arithmetic" and "c2_t05_h64" in b.methods)
