@@ -3,7 +3,8 @@
     python studies/authority_map/analyze.py --runs /work/runs/authority_map --out docs/results/authority_map
 
 Reads every cell of the three grids under ``--runs/<task>/runs/<method>/seed<S>`` (a cell counts once ``stare
-compare`` marked it done; the committed copies under docs/results/authority_map/<task> read the same), takes the
+compare`` marked it done; the committed copies under docs/results/authority_map/<task> read the same, and with
+``--committed docs/results/authority_map`` a cell not finished under --runs is read from there), takes the
 per-cell values of authority_values.py (summarise.py's and the frontier's definitions, imported), checks each
 width's warm start against the default width's (``--cache``, default $STARE_RL_CACHE, is searched where a cell's
 run dir does not name it), and decides R, H, F, D and S with authority_rules.py, and F3, F3s and the amended D of
@@ -41,8 +42,14 @@ def pair_key(task: str, width: int, actuator: str, target: str | None) -> str:
     return f"{task} h{width} {actuator} {target}"
 
 
-def _cell_dir(runs: Path, task: str, method: str, seed: int) -> Path:
-    return runs / task / "runs" / method / f"seed{seed}"
+def _cell_dir(runs: Path, task: str, method: str, seed: int, committed: Path | None = None) -> Path:
+    """A cell's directory under the run root; where it has not finished there and ``committed`` (the study's
+    results folder) holds its finished copy, that copy: a fresh run root (a new machine) still reads every cell."""
+    d = runs / task / "runs" / method / f"seed{seed}"
+    if committed is None or (d / DONE).is_file():
+        return d
+    c = committed / task / "runs" / method / f"seed{seed}"
+    return c if (c / DONE).is_file() else d
 
 
 def warmstart_copy_name(width: int) -> str:
@@ -73,19 +80,21 @@ def commit_warmstarts(result: dict[str, Any], out: Path) -> None:
             rec["path"] = f"{task}/{warmstart_copy_name(w)}"
 
 
-def warmstarts(runs: Path, task: str, cache: Path | None) -> dict[int, dict[str, Any]]:
+def warmstarts(runs: Path, task: str, cache: Path | None, committed: Path | None = None) -> dict[int, dict[str, Any]]:
     """Per width: its warm start's record (from the first cell of the width that names one) and the check."""
     out: dict[int, dict[str, Any]] = {}
     for w in widths(task):
         rec: dict[str, Any] = {"path": None, "via": "no cell of this width started", "greedy_acc": None}
         for m in methods(task, width=w):
-            d = _cell_dir(runs, task, m, 0)
+            d = _cell_dir(runs, task, m, 0, committed)
             if d.is_dir():
                 rec = warmstart_record(d, task, cache)
                 if rec["path"]:
                     break
-        copy = runs / task / warmstart_copy_name(w)  # --runs is this study's results folder: its committed copy
-        if rec["path"] is None and copy.is_file():
+        # --runs is this study's results folder, or --committed is: its committed copy
+        copies = [root / task / warmstart_copy_name(w) for root in (runs, committed) if root is not None]
+        copy = next((c for c in copies if c.is_file()), None)
+        if rec["path"] is None and copy is not None:
             rec = {**warmstart_record_from(copy), "via": "committed copy"}
         out[w] = rec
     ref = out[default_width(task)].get("greedy_acc")
@@ -112,15 +121,15 @@ def reading(seeds: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
             **{k: seed_mean(r.get(k) for r in ok.values()) for k in ("pass@1", "pass@k")}}
 
 
-def collect(runs: Path, cache: Path | None) -> dict[str, Any]:
+def collect(runs: Path, cache: Path | None, committed: Path | None = None) -> dict[str, Any]:
     """Every cell's per-seed values, each width's warm start and R, and each non-GRPO cell's reading."""
     tasks: dict[str, Any] = {}
     for task in TASKS:
-        ws = warmstarts(runs, task, cache)
+        ws = warmstarts(runs, task, cache, committed)
         cells: dict[str, Any] = {}
         for m, slot in slots(task).items():
-            seeds = {s: cell_record(_cell_dir(runs, task, m, s), slot) for s in SEEDS
-                     if (_cell_dir(runs, task, m, s) / DONE).is_file()}
+            seeds = {s: cell_record(_cell_dir(runs, task, m, s, committed), slot) for s in SEEDS
+                     if (_cell_dir(runs, task, m, s, committed) / DONE).is_file()}
             cells[m] = {"slot": slot._asdict(), "phase": slot.phase, "seeds": seeds,
                         "started": _cell_dir(runs, task, m, 0).is_dir()}
         r = {w: (cells[next(m for m in methods(task, width=w) if slots(task)[m].actuator == REFERENCE)]
@@ -192,8 +201,10 @@ def _against(b: dict[str, Any] | None, b3: dict[str, Any] | None) -> dict[str, A
             for k in ("rolling", "pass@1", "pass@k")}
 
 
-def evaluate(runs: Path, cache: Path | None) -> dict[str, Any]:
-    tasks = collect(runs, cache)
+def evaluate(runs: Path, cache: Path | None, committed: Path | None = None) -> dict[str, Any]:
+    """The map's values and rules from the cells under ``runs``, and where a cell has not finished there, its
+    finished copy under ``committed`` (if given)."""
+    tasks = collect(runs, cache, committed)
     seed0 = [(task, m) for task, t in tasks.items() for m in t["cells"]]
     done = [x for x in seed0 if 0 in tasks[x[0]]["cells"][x[1]]["seeds"]]  # an unreadable one counts, as such
     return {"runs": str(runs), "cache": None if cache is None else str(cache), "tasks": tasks,
@@ -206,8 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("docs/results/authority_map"))
     p.add_argument("--cache", type=Path, default=os.environ.get("STARE_RL_CACHE"),
                    help="warm-start cache searched where a cell does not name its warm start (default $STARE_RL_CACHE)")
+    p.add_argument("--committed", type=Path, default=None,
+                   help="the study's results folder (e.g. docs/results/authority_map): a cell not finished under "
+                        "--runs is read from its committed copy there (a run root on a new machine starts empty)")
     args = p.parse_args(argv)
-    result = evaluate(args.runs, args.cache)
+    result = evaluate(args.runs, args.cache, args.committed)
     args.out.mkdir(parents=True, exist_ok=True)
     commit_warmstarts(result, args.out)
     (args.out / "authority_map.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")

@@ -79,7 +79,7 @@ def seeds_s(task: str):
         pending = [c for c in deps if _finished(root, c) is None and (running is None or c in running)]
         if pending:
             return Pick(None, f"rule S: {len(pending)} seed-0 cells of {task} not finished yet")
-        picks = _analysis().evaluate(root, _cache())["rules"]["S"][task]
+        picks = _analysis().evaluate(root, _cache(), DOCS)["rules"]["S"][task]
         return Pick(tuple(m for m in methods(task) if m in picks),
                     f"rule S selects {len(picks)} cells of {task} (authority_map.md lists why)")
     return when
@@ -118,7 +118,7 @@ def unlearned_width(c: Cell, root: Path) -> str | None:
     w = slots(c.part)[c.method].width
     if w == default_width(c.part):
         return None
-    rec = _analysis().warmstarts(root, c.part, _cache())[w]
+    rec = _analysis().warmstarts(root, c.part, _cache(), DOCS)[w]
     if rec.get("learns") is not False:
         return None
     return (f"the hidden-{w} warm start did not learn {c.part} (greedy accuracy {rec['greedy_acc']:.3f}, "
@@ -139,7 +139,7 @@ STUDY = Study(
     docs=DOCS,
     needs_env={"STARE_RL_CACHE": "the warm-start cache of the map's widths (e.g. /work/runs/authority_map/cache)"},
     analyze=HERE / "analyze.py",
-    analyze_args=("--runs", "{run_root}", "--out", "{docs}"),
+    analyze_args=("--runs", "{run_root}", "--out", "{docs}", "--committed", "{docs}"),
     run_root=Path("/work/runs/authority_map"),
     cells_noun="cells planned so far",
     doc_blocks=("authority-map",),  # README.md "Which setting to start with", re-rendered with each cell

@@ -239,6 +239,31 @@ def test_analysis_on_an_empty_run_root(tmp_path: Path) -> None:
                                          "rescued_pairs_holding_h": {"50": 0, "3": 0, "3s": 0}}
 
 
+def test_a_fresh_run_root_reads_the_committed_cells(tmp_path: Path) -> None:
+    """On a new machine the run root starts empty: with --committed, a cell not finished under --runs is read from
+    its committed copy (and a width's warm start from the committed record); a cell finished under --runs wins."""
+    an = _load("analyze")
+    runs, committed = tmp_path / "runs", tmp_path / "committed"
+    _cell(committed, "arithmetic", "grpo_h64", [1.0 - 0.6 * i / 99 for i in range(100)])
+    _cell(committed, "arithmetic", "c2_t07_h64", LOST, target=0.7, p1=0.40)
+    _cell(runs, "arithmetic", "c2_t07_h64", HELD, target=0.7, p1=0.60)  # finished here too: this one is read
+    _cell(runs, "arithmetic", "sens_t07_h64", HELD, target=0.7, done=False)  # running here: not run yet
+    (committed / "arithmetic" / "warmstart_h128.json").write_text(json.dumps({"final": {"greedy_acc": 0.9}}))
+    alone = an.evaluate(runs, None)
+    assert alone["n_seed0_finished"] == 1  # without --committed: the run root alone
+    res = an.evaluate(runs, None, committed)
+    cells = res["tasks"]["arithmetic"]["cells"]
+    assert res["n_seed0_finished"] == 2 and cells["grpo_h64"]["state"] == "finished"
+    assert res["rules"]["R"]["arithmetic"][64]["verdict"] == "holds"
+    assert cells["c2_t07_h64"]["seeds"][0]["pass@1"] == pytest.approx(0.60)
+    assert cells["sens_t07_h64"]["state"] == "not run yet (started)"
+    ws = res["tasks"]["arithmetic"]["warmstart"][128]
+    assert ws["via"] == "committed copy" and ws["greedy_acc"] == 0.9
+    out = tmp_path / "out"
+    assert an.main(["--runs", str(runs), "--out", str(out), "--committed", str(committed)]) == 0
+    assert "Seed-0 cells finished: 2 of 117" in (out / "authority_map.md").read_text()
+
+
 def test_s_on_fake_cells_and_the_warm_start_check(tmp_path: Path) -> None:
     an = _load("analyze")
     close = [1.0] + [0.7] * 90 + [0.3] * 9  # crosses at step 2: 83 of 99 smoothed steps in the band
@@ -298,7 +323,8 @@ def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -
         ("arithmetic", "c2_t07_fb3s_h64"), ("countdown", "c2_t07_fb3s_h128"), ("countdown_cot", "sens_t07_fb3s_h256")]
     assert all(rc.slots(c.part)[c.method].span == pytest.approx(math.log(50.0)) for c in static[63:])
     assert study.parallel == 2 and "STARE_RL_CACHE" in study.needs_env
-    assert study.pins == cd.KERNEL_PINS and study.analyze_args == ("--runs", "{run_root}", "--out", "{docs}")
+    assert study.pins == cd.KERNEL_PINS
+    assert study.analyze_args == ("--runs", "{run_root}", "--out", "{docs}", "--committed", "{docs}")
     block = next(b for b in study.order if b.when is not None and b.part == "arithmetic" and "c2_t05_h64" in b.methods)
     root = tmp_path / "runs"
     monkeypatch.setattr(rc, "DOCS", tmp_path / "docs")  # not the committed cells of the running study
@@ -429,7 +455,7 @@ def test_the_cells_of_a_width_whose_warm_start_did_not_learn_are_not_run(monkeyp
     an = rc._analysis()
     records = {64: {"learns": True}, 128: {"learns": None}, 256: {"learns": False, "greedy_acc": 0.1,
                                                                    "ratio_to_default": 0.2}}
-    monkeypatch.setattr(an, "warmstarts", lambda root, task, cache: records)
+    monkeypatch.setattr(an, "warmstarts", lambda root, task, cache, committed=None: records)
     cell = rc.Cell
     assert rc.unlearned_width(cell("countdown_cot", "c2_t07_h64", 0), tmp_path) is None
     assert rc.unlearned_width(cell("countdown_cot", "c2_t07_h128", 0), tmp_path) is None
