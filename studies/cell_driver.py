@@ -657,7 +657,32 @@ def _next_startable(study: Study, root: Path, todo: list, running: list) -> Cell
     return None
 
 
+def restore_committed(study: Study, root: Path) -> list[Cell]:
+    """Copy each committed cell that the run root lacks (a new machine starts with an empty one) from ``<docs>`` into
+    its run dir: its light files, metrics gzipped as committed. The grid's report (``stare compare --report-only``
+    over the run root) then covers every finished cell, not only those this run root ran. A run dir that exists is
+    left alone. Returns the cells restored."""
+    restored = []
+    for c in study.cells():
+        src, dst = study.docs_dir(c), run_dir(root, c)
+        if dst.exists() or not study.committed(c):
+            continue
+        tmp = dst.with_name(dst.name + ".restoring")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        shutil.copytree(src, tmp)
+        tmp.rename(dst)  # atomic: a cell dir is there whole or not at all
+        restored.append(c)
+    return restored
+
+
 def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit) -> int:
+    restored = restore_committed(study, root)
+    if restored:
+        print(f"{time.strftime('%H:%M:%S')} {len(restored)} committed cells copied into {root} (the run root lacked "
+              "them): the grid reports cover them", flush=True)
+        for part in dict.fromkeys(c.part for c in restored):
+            refresh_report(study, root, part)
     todo: list[Cell | Block] = []
     for b in study.order:  # a conditional block stays a block until the driver reaches it
         todo += [c for c in b.cells() if not study.committed(c)] if b.when is None else [b]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -423,3 +424,30 @@ def test_a_resumed_cells_time_is_the_sum_of_its_steps(cd, tmp_path: Path) -> Non
     assert cd._cell_seconds(d) == 200.0
     (d / "compare_done.json").write_text(json.dumps({"wall_s": 250.0, "resumed": False}))
     assert cd._cell_seconds(d) == 250.0  # evaluation and start-up on top of the steps
+
+
+def test_a_new_run_root_gets_the_committed_cells_so_the_grid_report_covers_them(cd, study, tmp_path: Path,
+                                                                                monkeypatch) -> None:
+    """A new machine starts with an empty run root (2026-11-28): before any cell, the driver copies each committed
+    cell it lacks into it (light files, the metrics gzipped as committed) and refreshes that grid's report, so the
+    report a new cell commits covers every finished cell, not only the new one. A run dir already there is kept."""
+    old_root, root = tmp_path / "old", tmp_path / "runs"
+    a0, a1, bb0 = study.cells()[0], study.cells()[1], study.cells()[-1]
+    for c in (a0, bb0):
+        _fake_cell(cd, old_root, c)
+        cd.export_cell(study, old_root, c)
+    monkeypatch.setattr(cd, "in_head", lambda path: True)  # exported and committed
+    kept = _fake_cell(cd, root, bb0, done=False)  # a run dir of a committed cell already in the new root: kept
+    refreshed = []
+    monkeypatch.setattr(cd, "refresh_report", lambda s, r, part: refreshed.append(part))
+    assert cd.restore_committed(study, root) == [a0]
+    d = cd.run_dir(root, a0)
+    assert (d / "compare_done.json").is_file() and gzip.decompress((d / "metrics.jsonl.gz").read_bytes()).count(b"\n") == 3
+    assert not any(p.name.startswith("checkpoint") for p in d.iterdir()) and not d.with_name(d.name + ".restoring").exists()
+    assert not (kept / "compare_done.json").exists() and not cd.run_dir(root, a1).exists()  # not committed: not copied
+    assert cd.restore_committed(study, root) == []  # once
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: (_ for _ in ()).throw(AssertionError("no cell may start")))
+    (root / "STOP").touch()
+    shutil.rmtree(d)
+    assert cd.run(study, root, 1) == 0 and refreshed == ["a"]  # the driver restores, then refreshes that grid's report
+    assert (cd.run_dir(root, a0) / "compare_done.json").is_file()
