@@ -1097,7 +1097,8 @@ def render_authority_map() -> str:
                          f"with `auto_w_max` {w}: {_pair_list(rules[rule]['rescued'])}"
                          + (f" (and where the selection held, it lost the band in {_pair_list(rules[rule]['costs'])})"
                             if rules[rule]["costs"] else "")
-                         for w, rule in (("3 and `auto_bonus_span` log 50", "D3s"), ("3", "D3"), ("50", "D"))) + ".")
+                         for w, rule in (("3 and `auto_bonus_span` log 50", "D3s"), ("3", "D3"), ("50", "D"))
+                         if rules[rule]["pairs_measured"]) + ".")
     return "\n".join(lines)
 
 

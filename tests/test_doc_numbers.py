@@ -180,6 +180,8 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     assert ("- Where to turn it on by hand (`auto_fallback: bonus`), the pairs each bound rescued so far: with "
             "`auto_w_max` 3 and `auto_bonus_span` log 50: `t` at 0.7x (hidden 64 sensitivity); with `auto_w_max` 3: "
             "`t` at 0.7x (hidden 64 sensitivity); with `auto_w_max` 50: `t` at 0.7x (hidden 64 sensitivity).") in text
+    amap["rules"]["D3s"]["pairs_measured"] = 0  # a bound with no pair measured yet is not listed
+    assert "with `auto_w_max` 3 and `auto_bonus_span` log 50" not in doc_numbers.render_authority_map()
     amap["rules"]["D3"]["costs"] = ["t h128 C2 0.7x", "t h64 C2 0.7x"]
     assert ("with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity) (and where the selection held, it lost the band "
             "in `t` at 0.7x (hidden 64 C2, hidden 128 C2))") in doc_numbers.render_authority_map()
