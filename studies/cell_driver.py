@@ -788,6 +788,17 @@ def _reap(study: Study, root: Path, todo: list, running: list, commit: Commit) -
                   f"{time.time() - t0:.0f} s; log {root / 'logs'}", flush=True)
 
 
+def environment_problem() -> str | None:
+    """Why this interpreter cannot drive a study (it cannot import stare_rl, or has no ``stare`` beside it: the
+    cells run ``BIN/stare``), naming it; None when it can."""
+    if importlib.util.find_spec("stare_rl") is None:
+        return (f"{sys.executable} cannot import stare_rl: run the driver with the Python of the environment where "
+                "stare-rl is installed (pip install -e '.[all]'), e.g. .venv/bin/python")
+    if not (BIN / "stare").is_file():
+        return f"no `stare` command beside {sys.executable} ({BIN / 'stare'}): run the driver with its environment's Python"
+    return None
+
+
 def main(study: Study, script: str, doc: str, argv: list[str] | None = None, commit: Commit = git_commit) -> int:
     """The command line of ``python <script>``; ``doc`` is the study's docstring (its first paragraph is --help's)."""
     p = argparse.ArgumentParser(prog=f"python {Path(script).resolve().relative_to(ROOT)}",
@@ -798,6 +809,10 @@ def main(study: Study, script: str, doc: str, argv: list[str] | None = None, com
     p.add_argument("--status", action="store_true", help="with --dry-run's list, the progress of unfinished cells")
     args = p.parse_args(argv)
     root = args.run_root.resolve()
+    missing = environment_problem()
+    if missing:  # before any listing: the rules read the cells with stare_rl, and every cell runs BIN/stare
+        print(missing, file=sys.stderr)
+        return 2
     if args.status:
         print(status(study, root))
         return 0

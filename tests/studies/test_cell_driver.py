@@ -451,3 +451,17 @@ def test_a_new_run_root_gets_the_committed_cells_so_the_grid_report_covers_them(
     shutil.rmtree(d)
     assert cd.run(study, root, 1) == 0 and refreshed == ["a"]  # the driver restores, then refreshes that grid's report
     assert (cd.run_dir(root, a0) / "compare_done.json").is_file()
+
+
+def test_a_python_without_stare_rl_is_refused_before_any_listing(cd, study, monkeypatch, capsys) -> None:
+    """Run with a Python that lacks stare_rl, the rules could not read a cell and every cell would fail to start:
+    the driver says so, naming the interpreter, before any listing (2026-11-28: a dry run listed every conditional
+    block as "skipped (its rule failed: ModuleNotFoundError)")."""
+    assert cd.environment_problem() is None  # this test's own interpreter drives studies
+    real = cd.importlib.util.find_spec
+    monkeypatch.setattr(cd.importlib.util, "find_spec", lambda name: None if name == "stare_rl" else real(name))
+    assert cd.main(study, str(cd.ROOT / "studies" / "cell_driver.py"), "doc", ["--dry-run"]) == 2
+    assert f"{cd.sys.executable} cannot import stare_rl" in capsys.readouterr().err
+    monkeypatch.setattr(cd.importlib.util, "find_spec", real)
+    monkeypatch.setattr(cd, "BIN", cd.Path("/nonexistent"))
+    assert "no `stare` command beside" in cd.environment_problem()
