@@ -9,9 +9,9 @@
 Order (studies/authority_map/HYPOTHESES.md, "Phases" and its run-order deviation of 2026-11-27), seed 0 first: per
 task (arithmetic, countdown, countdown_cot), phase A (per width in the grid's order GRPO, C2 at 0.7x,
 stare_sensitivity at 0.7x), then that task's phase B (both with auto_fallback bonus at 0.7x), then its phase B3 (phase
-B with auto_w_max 3, the deviation of 2026-11-28); then phase B3s of every task (phase B3 with auto_bonus_span log
-50, the second deviation of 2026-11-28); then phase C (0.5x, both, without and with the fallback) at each task and
-width, decided when the driver reaches it: its cells are queued only once that width's GRPO cell has finished and
+B with auto_w_max 3, the deviation of 2026-11-28), then its phase B3s (phase B3 with auto_bonus_span log 50, the
+second deviation of 2026-11-28); then phase C (0.5x, both, without and with the fallback) at each task and width,
+decided when the driver reaches it: its cells are queued only once that width's GRPO cell has finished and
 rule R holds on it (GRPO's centred 21-step mean batch entropy at or below 0.5x of its start on some step); then
 seeds 1 and 2 of the cells rule S selects from seed 0 (a rolling band in [80, 90) %, or a pair's d in [15, 25)
 points), decided once that task's seed-0 cells have finished. R and S are analyze.py's own functions, so the driver
@@ -102,13 +102,12 @@ def _cache() -> Path | None:
 def order() -> tuple[Block, ...]:
     # per task, phase A then its phase B (the deviation of 2026-11-27 in HYPOTHESES.md: a task's pairs complete first),
     # then its phase B3 (the deviation of 2026-11-28: the fallback with auto_w_max 3)
-    ab = tuple(Block(t, (0,), methods(t, phase)) for t in TASKS for phase in ("A", "B", "B3"))
-    # then phase B3s of every task, before phase C (the second deviation of 2026-11-28: B3 with auto_bonus_span log 50)
-    b3s = tuple(Block(t, (0,), methods(t, "B3s")) for t in TASKS)
+    # and its phase B3s (the second deviation of 2026-11-28: B3 with auto_bonus_span log 50)
+    ab = tuple(Block(t, (0,), methods(t, phase)) for t in TASKS for phase in ("A", "B", "B3", "B3s"))
     c = tuple(Block(t, (0,), methods(t, "C", w), phase_c(t, w)) for t in TASKS for w in widths(t))
     s = tuple(Block(t, (1, 2), tuple(m for m, x in slots(t).items() if x.actuator != REFERENCE), seeds_s(t))
               for t in TASKS)
-    return ab + b3s + c + s
+    return ab + c + s
 
 
 def unlearned_width(c: Cell, root: Path) -> str | None:

@@ -311,17 +311,16 @@ def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -
     cd = rc.cell_driver  # the driver module run_cells' blocks were built with
     study = rc.STUDY
     static = [c for b in study.order if b.when is None for c in b.cells()]
-    assert len(static) == 81 and all(c.seed == 0 for c in static)  # per task: phase A (9), B (6), B3 (6); then B3s
+    assert len(static) == 81 and all(c.seed == 0 for c in static)  # per task: phase A (9), B (6), B3 (6), B3s (6)
     assert [c.method for c in static[:3]] == ["grpo_h64", "c2_t07_h64", "sens_t07_h64"]
-    assert [(c.part, c.method) for c in (static[8], static[9], static[15], static[21])] == [
+    assert [(c.part, c.method) for c in (static[8], static[9], static[15], static[21], static[27])] == [
         ("arithmetic", "sens_t07_h256"), ("arithmetic", "c2_t07_fb_h64"), ("arithmetic", "c2_t07_fb3_h64"),
-        ("countdown", "grpo_h128")]
+        ("arithmetic", "c2_t07_fb3s_h64"), ("countdown", "grpo_h128")]
     assert {rc.slots(c.part)[c.method].phase for c in static[15:21]} == {"B3"}
     assert all(rc.slots(c.part)[c.method].w_max == 3.0 for c in static[15:21])
-    assert [rc.slots(c.part)[c.method].phase for c in static[57:64]] == ["B3"] * 6 + ["B3s"]  # countdown_cot's B3 last
-    assert [(c.part, c.method) for c in (static[63], static[69], static[80])] == [
-        ("arithmetic", "c2_t07_fb3s_h64"), ("countdown", "c2_t07_fb3s_h128"), ("countdown_cot", "sens_t07_fb3s_h256")]
-    assert all(rc.slots(c.part)[c.method].span == pytest.approx(math.log(50.0)) for c in static[63:])
+    b3s = [c for c in static if rc.slots(c.part)[c.method].phase == "B3s"]
+    assert [static.index(c) for c in b3s] == [*range(21, 27), *range(48, 54), *range(75, 81)]  # each task's last six
+    assert all(rc.slots(c.part)[c.method].span == pytest.approx(math.log(50.0)) for c in b3s)
     assert study.parallel == 2 and "STARE_RL_CACHE" in study.needs_env
     assert study.pins == cd.KERNEL_PINS
     assert study.analyze_args == ("--runs", "{run_root}", "--out", "{docs}", "--committed", "{docs}")
