@@ -63,6 +63,22 @@ def warmstart_record_from(path: Path) -> dict[str, Any]:
             "step": final.get("step")}
 
 
+TIMINGS = ("wall_time_s", "cpu_time_s")  # a warm start's record, less these, is the same warm start on any machine
+
+
+def same_warmstart(src: Path, dst: Path) -> bool:
+    """``dst`` records the warm start ``src`` records, timings aside (a cache rebuilt on a new machine reproduces
+    the committed warm start: its copy is kept, not rewritten with this machine's timings)."""
+    if not dst.is_file():
+        return False
+    def strip(path: Path) -> dict[str, Any]:
+        return {k: v for k, v in json.loads(path.read_text()).items() if k not in TIMINGS}
+    try:
+        return strip(src) == strip(dst)
+    except ValueError:
+        return False
+
+
 def commit_warmstarts(result: dict[str, Any], out: Path) -> None:
     """Copy each width's warm-start record into ``out/<task>/`` (the cache is not committed) and report that copy,
     so that the report reads the same from the run root and from the committed folder."""
@@ -72,7 +88,7 @@ def commit_warmstarts(result: dict[str, Any], out: Path) -> None:
                 continue
             dst = out / task / warmstart_copy_name(w)
             src = Path(rec["path"])
-            if src.resolve() != dst.resolve():
+            if src.resolve() != dst.resolve() and not same_warmstart(src, dst):
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 tmp = dst.with_suffix(".tmp")
                 shutil.copyfile(src, tmp)

@@ -26,7 +26,8 @@ def _mean(seeds: dict[Any, dict[str, Any]], key: str) -> float | None:
 
 CELL_HEAD = ("| width | actuator | target | fallback | phase | state | n | H start | target H | first crossing | "
              "band ±10 % (step) | band of the 21-step mean | noise % of target | noise ceiling | mean / target | "
-             "W at bound | bonus at bound | L+ mean | L− mean | L+ empty | pass@1 | pass@8 | H |")
+             "step H peak / target | W at bound | bonus at bound | largest c | L+ mean | L− mean | L+ empty | pass@1 | "
+             "pass@8 | H |")
 
 
 PHASE_LABEL = {"B3": " (W ≤ 3)", "B3s": " (W ≤ 3, span log 50)"}  # the fallback column's note per phase
@@ -51,8 +52,9 @@ def _cell_row(task: str, m: str, cell: dict[str, Any], h: dict[str, Any] | None)
     return (f"| {s.width} | {s.actuator} | {s.target or '-'} | {fallback_label(s)} | {s.phase} | {state} | "
             f"{len(seeds)} | {_f(g('entropy_start'))} | {_f(g('target'))} | {_f(g('first_crossing_step'), '{:.0f}')} | "
             f"{_pct(rd.get('step_band'))} | {_pct(rd.get('rolling'))}{never} | {_f(g('noise_pct_of_target'), '{:.1f}')} | "
-            f"{_pct(g('noise_ceiling'))} | {_f(g('mean_over_target'), '{:.2f}')} | {w if s.actuator != REFERENCE else '-'} | "
-            f"{bonus or '-'} | {_f(g('l_plus_frac_mean'), '{:.4f}')} | {_f(g('l_minus_frac_mean'), '{:.4f}')} | "
+            f"{_pct(g('noise_ceiling'))} | {_f(g('mean_over_target'), '{:.2f}')} | {_f(g('peak_over_target'), '{:.2f}')} | "
+            f"{w if s.actuator != REFERENCE else '-'} | {bonus or '-'} | {_f(g('bonus_coef_max'), '{:.2f}')} | "
+            f"{_f(g('l_plus_frac_mean'), '{:.4f}')} | {_f(g('l_minus_frac_mean'), '{:.4f}')} | "
             f"{_pct(g('l_plus_empty_share'))} | {_f(g('pass@1'))} | {_f(g('pass@k'))} | {(h or {}).get('verdict', '-')} |")
 
 

@@ -9,6 +9,8 @@ studies/frontier/frontier.py's ``cell_values``). Added here, over every logged s
 - **the bonus at its bound**: steps with ``control/entropy_coef`` >= ``auto_bonus_max`` (fallback cells), and the
   steps it acted on (> 0);
 - the mean ``loss/l_plus_frac`` and ``loss/l_minus_frac``, and the share of steps with L+ empty (``l_plus_frac`` 0);
+- descriptive, for reading an overshoot (not in any rule): the highest step batch entropy from the first crossing over
+  the target (``peak_over_target``), and the largest bonus coefficient (``bonus_coef_max``, fallback cells);
 - for GRPO, rule R's reading of its entropy (authority_rules.rule_r);
 - the warm start: where its ``warmstart.json`` is (the run dir; else the path train.log names; else the cache entry
   whose recorded task, seed and settings are the cell's), and its final greedy accuracy.
@@ -71,6 +73,7 @@ def control_values(run: Any, cfg: dict[str, Any]) -> dict[str, Any]:
         "bonus_at_bound_steps": _at(coef, bonus_max) if fallback and coef else None,
         "bonus_at_bound_share": _at(coef, bonus_max) / len(coef) if fallback and coef else None,
         "bonus_acted_steps": sum(c > 0 for c in coef) if fallback and coef else None,
+        "bonus_coef_max": max(coef) if fallback and coef else None,
         "l_plus_frac_mean": sum(lp) / len(lp) if lp else None,
         "l_minus_frac_mean": sum(lm) / len(lm) if lm else None,
         "l_plus_empty_share": sum(v == 0.0 for v in lp) / len(lp) if lp else None,
@@ -89,7 +92,9 @@ def cell_record(run_dir: Path, slot: Slot) -> dict[str, Any]:
         cfg = config(run_dir)
         rec = summarise(run_dir)
         rec.pop("steps_at_w_bound", None)  # counted below from the cell's own auto_w_max
-        return {**rec, **control_values(run, cfg)}
+        first, h = rec.get("first_crossing_step"), _series(run, *ENTROPY_KEYS)
+        peak = None if first is None or not rec.get("target") else max(h[first:]) / rec["target"]
+        return {**rec, "peak_over_target": peak, **control_values(run, cfg)}
     except Exception as err:  # noqa: BLE001  (a half-written cell is reported, not fatal)
         return {"error": f"{type(err).__name__}: {err}"}
 

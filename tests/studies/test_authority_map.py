@@ -167,6 +167,8 @@ def test_analysis_on_fake_cells(tmp_path: Path) -> None:
     assert lost["w_at_bound_steps"] == 100 and lost["l_plus_empty_share"] == 1.0 and lost["steps"] == 100
     bonus = cells["sens_t07_fb_h64"]["seeds"][0]
     assert bonus["bonus_at_bound_steps"] == 100 and bonus["band_fraction_smoothed"] == 1.0
+    assert bonus["bonus_coef_max"] == pytest.approx(0.1) and bonus["peak_over_target"] == pytest.approx(1.0)
+    assert lost["peak_over_target"] == pytest.approx(1.0) and lost["bonus_coef_max"] is None  # from the crossing on
     assert r["H"]["arithmetic/sens_t07_h64"]["verdict"] == "does not hold"
     assert r["H"]["arithmetic/sens_t07_fb_h64"]["verdict"] == "holds"
     assert r["F"]["arithmetic h64 sensitivity 0.7x"]["verdict"] == "rescues"
@@ -419,6 +421,14 @@ def test_the_warm_start_is_committed_beside_the_cells_and_read_back(tmp_path: Pa
     again = tmp_path / "again"
     assert an.main(["--runs", str(out), "--out", str(again), "--cache", str(tmp_path / "none")]) == 0
     assert (again / "authority_map.md").read_text() == md
+    # the cache rebuilt on a new machine: the same warm start, other timings: the committed copy is kept as it is
+    (cache / "warmstart.json").write_text(json.dumps({"final": {"greedy_acc": 0.9, "avg@8": 0.8, "step": 300},
+                                                      "wall_time_s": 12.0, "cpu_time_s": 11.0}))
+    before = copy.read_bytes()
+    assert an.main(["--runs", str(tmp_path / "runs"), "--out", str(out)]) == 0 and copy.read_bytes() == before
+    (cache / "warmstart.json").write_text(json.dumps({"final": {"greedy_acc": 0.8, "avg@8": 0.8, "step": 300}}))
+    assert an.main(["--runs", str(tmp_path / "runs"), "--out", str(out)]) == 0  # another warm start: copied
+    assert json.loads(copy.read_text())["final"]["greedy_acc"] == 0.8
 
 
 def test_the_committed_report_is_the_analysis_of_the_committed_cells(tmp_path: Path) -> None:
@@ -462,3 +472,22 @@ def test_the_cells_of_a_width_whose_warm_start_did_not_learn_are_not_run(monkeyp
     assert why == ("the hidden-256 warm start did not learn countdown_cot (greedy accuracy 0.100, 0.20x the default "
                    "width's, below 0.5): its cells are not scored (HYPOTHESES.md, \"Warm starts\")")
     assert rc.STUDY.skip is rc.unlearned_width
+
+
+def test_an_overshoot_is_read_from_the_first_crossing_on(tmp_path: Path) -> None:
+    """The descriptive overshoot values: the step entropy's highest point from the first crossing over the target
+    (the start above it does not count) and the largest bonus coefficient; the table shows both."""
+    an = _load("analyze")
+    swing = [1.0, 0.9, 0.7, 0.5, 1.4, 2.1, 0.8, 0.7] + [0.7] * 40  # crosses at step 3, overshoots to 3x at step 6
+    d = _cell(tmp_path, "arithmetic", "sens_t07_fb3_h64", swing, target=0.7, fallback="bonus", coef=0.0)
+    rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
+    for r, c in zip(rows, [0.0, 0.0, 0.0, 0.6, 1.0, 0.3] + [0.0] * 42, strict=True):
+        r["control/entropy_coef"] = c
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rec = an.evaluate(tmp_path, None)["tasks"]["arithmetic"]["cells"]["sens_t07_fb3_h64"]["seeds"][0]
+    assert rec["first_crossing_step"] == 2 and rec["peak_over_target"] == pytest.approx(3.0)
+    assert rec["bonus_coef_max"] == pytest.approx(1.0)
+    out = tmp_path / "out"
+    assert an.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    row = next(x for x in (out / "authority_map.md").read_text().splitlines() if "| bonus (W ≤ 3) | B3 | finished" in x)
+    assert "| 3.00 |" in row and "| 1.00 |" in row
