@@ -59,14 +59,15 @@ def _cell_row(task: str, m: str, cell: dict[str, Any], h: dict[str, Any] | None)
 
 
 AT_BOUND_NOTED = 0.10  # "why it misses" names an actuator at its bound on >= 10 % of steps
+OVERSHOOT_NOTED = 2.0  # ... and the step entropy's peak from the first crossing at >= 2x the target
 L_PLUS_EMPTY_NOTED = 0.50  # ... and an L+ empty on >= half of the steps
 
 
 def why_missed(v: dict[str, Any], band: float = 0.1) -> str:
     """Why a cell's 21-step mean leaves the band (descriptive, not a registered rule), from its values: where the
     entropy sits on average against the target, and which actuator was at its bound (W, the bonus) or had nothing to
-    act on (L+ empty). Centred on the target with no actuator at its bound, what is left is the controller's tracking,
-    not its authority."""
+    act on (L+ empty), and a step entropy that overshot to >= 2x the target. Centred on the target with no actuator at
+    its bound, what is left is the controller's tracking, not its authority."""
     if v.get("never_crossed"):
         return "never reached the target: the entropy stayed above it (nothing to hold yet)"
     limits = []
@@ -77,8 +78,9 @@ def why_missed(v: dict[str, Any], band: float = 0.1) -> str:
     if (v.get("bonus_at_bound_share") or 0) >= AT_BOUND_NOTED:
         limits.append(f"the bonus at its bound on {100 * v['bonus_at_bound_share']:.0f} %")
     bonus_free = v.get("bonus_at_bound_share") is not None and (v.get("bonus_at_bound_share") or 0) < AT_BOUND_NOTED
-    m = v.get("mean_over_target")
-    where = "" if m is None else f" (mean {m:.2f}x the target)"
+    m, peak = v.get("mean_over_target"), v.get("peak_over_target")
+    where = "" if m is None else f" (mean {m:.2f}x the target" + (
+        f"; the step entropy up to {peak:.2f}x it" if peak is not None and peak >= OVERSHOOT_NOTED else "") + ")"
     if m is not None and m < 1 - band:
         return (f"below the band on average{where}: " +
                 (f"out of authority, {', '.join(limits)}" if limits else "no actuator at its bound"))
@@ -128,7 +130,7 @@ def _task_section(task: str, t: dict[str, Any], rules: dict[str, Any]) -> list[s
         for m, c in missed:
             s, seeds = slots(task)[m], {k: v for k, v in c["seeds"].items() if "error" not in v}
             values = {k: _mean(seeds, k) for k in ("mean_over_target", "w_at_bound_share", "l_plus_empty_share",
-                                                    "bonus_at_bound_share", "noise_pct_of_target")}
+                                                    "bonus_at_bound_share", "noise_pct_of_target", "peak_over_target")}
             values["never_crossed"] = (c.get("reading") or {}).get("never_crossed")
             lines.append(f"- hidden {s.width}, {s.actuator} {s.target}, fallback {fallback_label(s)}: "
                          f"{why_missed(values)}.")

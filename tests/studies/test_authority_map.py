@@ -213,6 +213,10 @@ def test_why_a_cell_misses_on_hand_made_values() -> None:
     assert why({"mean_over_target": 0.89, "w_at_bound_share": 0.05}) == (
         "below the band on average (mean 0.89x the target): no actuator at its bound")
     assert why({"mean_over_target": 1.2}) == "above the band on average (mean 1.20x the target)"
+    assert why({"mean_over_target": 1.53, "peak_over_target": 4.87, "bonus_at_bound_share": 0.01}) == (
+        "above the band on average (mean 1.53x the target; the step entropy up to 4.87x it)")
+    assert why({"mean_over_target": 0.8, "peak_over_target": 1.99}) == (
+        "below the band on average (mean 0.80x the target): no actuator at its bound")  # below 2x: not named
     # inside the band on average, the fallback never at its bound: what is left is tracking
     assert why({"mean_over_target": 0.98, "w_at_bound_share": 0.65, "l_plus_empty_share": 0.94,
                 "bonus_at_bound_share": 0.0}) == (
