@@ -443,21 +443,23 @@ def test_the_committed_report_is_the_analysis_of_the_committed_cells(tmp_path: P
 
 
 def test_the_library_default_follows_rule_d_once_the_map_is_complete() -> None:
-    """`auto_fallback`'s default, and the hand-off bound (auto_w_max unset with the bonus), are what the committed
-    map's rule D (as amended) decides, once it is no longer provisional; until then the fallback stays `none` and
+    """`auto_fallback`'s default, the hand-off bound (auto_w_max unset with the bonus) and the bonus's span
+    (auto_bonus_span unset) are what the committed map's rule D (as amended) decides, once it is no longer provisional; until then the fallback stays `none` and
     the hand-off bound 50, as the README's block says (HYPOTHESES.md, rule D). W alone keeps 50 either way."""
-    from stare_rl.methods.stare.auto import HAND_OFF_W, AutoWeightConfig
+    from stare_rl.methods.stare.auto import BONUS_SPAN, HAND_OFF_W, AutoWeightConfig
 
     committed = json.loads((STUDY.parents[1] / "docs" / "results" / "authority_map" / "authority_map.json").read_text())
     d = committed["rules"]["D_amended"]
     default = AutoWeightConfig()
     assert AutoWeightConfig(auto_fallback="none").auto_w_max == 50.0
     if d["provisional"]:
-        assert default.auto_fallback == "none" and HAND_OFF_W == 50.0
+        assert default.auto_fallback == "none" and HAND_OFF_W == 50.0 and BONUS_SPAN is None
     else:
         assert default.auto_fallback == d["verdict"]
         if d["verdict"] == "bonus":
             assert AutoWeightConfig(auto_fallback="bonus").auto_w_max == d["hand_off_w"] == HAND_OFF_W
+            # phase B3s's choice: the bonus's own span, log 50, is the default too (unset: log of W's bound)
+            assert BONUS_SPAN == (math.log(50.0) if d.get("bonus_span") == "log 50" else None)
 
 
 def test_the_cells_of_a_width_whose_warm_start_did_not_learn_are_not_run(monkeypatch, tmp_path: Path) -> None:
