@@ -8,6 +8,7 @@ which gives every study the same command line:
     python studies/<study>/run_cells.py --dry-run                         # the cells in order and their state
     python studies/<study>/run_cells.py --status                          # + steps logged, checkpoint, s per step
     touch RUN_ROOT/STOP                                  # start no new cell (running ones finish and are committed)
+    python studies/<study>/run_cells.py --until 09:30     # start only cells that should finish by then, then stop
     kill DRIVER_PID                                      # stop now: each running cell checkpoints its current step
     kill -KILL DRIVER_PID                                # restart the driver alone: its cells run on, the next adopts them
 
@@ -474,15 +475,71 @@ def _cell_seconds(d: Path) -> float:
     return max(float(wall), sum(r["step_time"] for r in rows if isinstance(r.get("step_time"), (int, float))))
 
 
-def _time_left(study: Study, root: Path, listing: list[tuple[Cell | None, str]], parallel: int) -> str:
-    """One line: the core-hours the listed cells still need, each not-started cell at the mean wall of the
-    committed cells that start from the same model (``start_group``; else the same grid part), each unfinished one
-    at its steps left; cells with nothing to go by, and blocks not decided yet, are counted apart."""
+def _committed_walls(study: Study) -> dict[Hashable, list[float]]:
+    """The committed cells' times (:func:`_cell_seconds`) per start group (``start_group``; else the grid part)."""
     group = study.start_group or (lambda c: c.part)
     walls: dict[Hashable, list[float]] = {}
     for c in study.cells():
         if study.committed(c):
             walls.setdefault(group(c), []).append(_cell_seconds(study.docs_dir(c)))
+    return walls
+
+
+def estimate(study: Study, root: Path, c: Cell, walls: dict[Hashable, list[float]]) -> float | None:
+    """Seconds the cell still needs: an unfinished run dir's steps left at its mean step_time; else the mean of the
+    committed cells that start from its model; None with nothing to go by."""
+    d = run_dir(root, c)
+    left = _seconds_left(d) if d.exists() else None
+    known = walls.get((study.start_group or (lambda x: x.part))(c))
+    return left if left is not None else (sum(known) / len(known) if known else None)
+
+
+DEADLINE_MARGIN = 1.10  # --until: a cell starts only if 1.1x its estimate ends before the deadline
+
+
+class Deadline:
+    """``--until``: the time by which started cells should have finished (a session's or a batch job's end). A cell
+    starts only if :func:`estimate` x DEADLINE_MARGIN ends before it; a cell with nothing to go by does not start.
+    Each cell held back is said once."""
+
+    def __init__(self, until: float) -> None:
+        self.until, self.noted = until, set()
+
+    def fits(self, study: Study, root: Path, c: Cell, walls: dict[Hashable, list[float]]) -> bool:
+        est = estimate(study, root, c, walls)
+        ok = est is not None and time.time() + DEADLINE_MARGIN * est <= self.until
+        if not ok and c not in self.noted:
+            self.noted.add(c)
+            need = "no committed cell of its model to go by" if est is None else f"about {est / 60:.0f} min"
+            print(f"{time.strftime('%H:%M:%S')} {c.method}/seed{c.seed}{_where(c)} does not start: {need}, "
+                  f"{max(self.until - time.time(), 0) / 60:.0f} min left before --until "
+                  f"{time.strftime('%H:%M', time.localtime(self.until))}", flush=True)
+        return ok
+
+
+def parse_until(text: str, now: float | None = None) -> float:
+    """``--until HH:MM`` (the machine's clock, today) as a time stamp; ValueError naming the flag and the value
+    when it cannot be read or has passed."""
+    now = time.time() if now is None else now
+    try:
+        hh, mm = (int(x) for x in text.split(":"))
+        day = time.localtime(now)
+        until = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, hh, mm, 0, 0, 0, -1))
+    except (ValueError, OverflowError) as err:
+        raise ValueError(f"--until {text!r}: give a time of today as HH:MM ({err})") from err
+    if not (0 <= hh < 24 and 0 <= mm < 60):
+        raise ValueError(f"--until {text!r}: give a time of today as HH:MM")
+    if until <= now:
+        raise ValueError(f"--until {text!r}: that time has passed (now {time.strftime('%H:%M', time.localtime(now))})")
+    return until
+
+
+def _time_left(study: Study, root: Path, listing: list[tuple[Cell | None, str]], parallel: int) -> str:
+    """One line: the core-hours the listed cells still need, each not-started cell at the mean wall of the
+    committed cells that start from the same model (``start_group``; else the same grid part), each unfinished one
+    at its steps left; cells with nothing to go by, and blocks not decided yet, are counted apart."""
+    group = study.start_group or (lambda c: c.part)
+    walls = _committed_walls(study)
     seconds, unknown, undecided = 0.0, 0, 0
     for c, note in listing:
         if c is None:  # a block's cells skipped, or not decided yet
@@ -600,7 +657,7 @@ def _expand(study: Study, root: Path, todo: list, running: list, waiting: list) 
 
 
 def _start_next(study: Study, root: Path, todo: list, running: list, parallel: int, commit: Commit,
-                waiting: list) -> None:
+                waiting: list, deadline: Deadline | None = None) -> None:
     """Start cells from the head of ``todo`` while there is room; finish those already done; adopt a cell that a
     foreign stare compare is running (:class:`Adopted`); decide a conditional block (:class:`Block`) when it is reached."""
     while todo and len(running) < parallel and not (root / "STOP").exists():
@@ -614,7 +671,7 @@ def _start_next(study: Study, root: Path, todo: list, running: list, parallel: i
             continue
         if _adopt_running(root, todo, running):  # a foreign run started since the last look: it takes a slot
             continue
-        c = _next_startable(study, root, todo, running)
+        c = _next_startable(study, root, todo, running, deadline)
         if c is None:
             return
         todo.remove(c)
@@ -642,13 +699,18 @@ def _trained(d: Path) -> bool:
     return (d / DONE).is_file() or (log.is_file() and log.stat().st_size > 0)
 
 
-def _next_startable(study: Study, root: Path, todo: list, running: list) -> Cell | None:
+def _next_startable(study: Study, root: Path, todo: list, running: list,
+                    deadline: Deadline | None = None) -> Cell | None:
     """The head cell, or, while a running cell may be building its model, the first cell up to the next block that
-    starts from another model; None if there is none (the head then waits for a slot or for that first step)."""
+    starts from another model; None if there is none (the head then waits for a slot or for that first step). With
+    a deadline, only a cell that fits before it (:class:`Deadline`): the first such cell up to the next block."""
     busy = _starting(study, root, running)
+    walls = _committed_walls(study) if deadline is not None else {}
     for x in todo:
         if isinstance(x, Block):
             return None
+        if deadline is not None and not deadline.fits(study, root, x, walls):
+            continue
         if study.start_group is None or study.start_group(x) not in busy:
             if x is not todo[0]:
                 print(f"{time.strftime('%H:%M:%S')} {todo[0].method}/seed{todo[0].seed}{_where(todo[0])} waits: a "
@@ -676,7 +738,8 @@ def restore_committed(study: Study, root: Path) -> list[Cell]:
     return restored
 
 
-def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit) -> int:
+def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit, until: float | None = None) -> int:
+    deadline = None if until is None else Deadline(until)
     restored = restore_committed(study, root)
     if restored:
         print(f"{time.strftime('%H:%M:%S')} {len(restored)} committed cells copied into {root} (the run root lacked "
@@ -698,7 +761,13 @@ def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit) ->
             if stop.signum is not None:
                 _stop_running(study, root, todo, running, commit, stop.signum)
                 return 0
-            _start_next(study, root, todo, running, parallel, commit, waiting)
+            _start_next(study, root, todo, running, parallel, commit, waiting, deadline)
+            if deadline is not None and not running and todo and not any(isinstance(x, Block) for x in todo[:1]) \
+                    and _next_startable(study, root, todo, running, deadline) is None:
+                print(f"{time.strftime('%H:%M:%S')} --until {time.strftime('%H:%M', time.localtime(until))}: none of "
+                      f"the {sum(isinstance(x, Cell) for x in todo)} cells left fits before it; the next run starts "
+                      "them", flush=True)
+                break
             if (root / "STOP").exists() and not running:
                 print(f"{time.strftime('%H:%M:%S')} STOP: {len(todo)} cells not started", flush=True)
                 break
@@ -807,6 +876,9 @@ def main(study: Study, script: str, doc: str, argv: list[str] | None = None, com
     p.add_argument("--parallel", type=int, default=study.parallel)
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--status", action="store_true", help="with --dry-run's list, the progress of unfinished cells")
+    p.add_argument("--until", default=None, metavar="HH:MM",
+                   help="start only cells that should finish by then (the machine's clock, today; each at 1.1x the "
+                        "mean time of the committed cells of its model): a session's or a batch job's end")
     args = p.parse_args(argv)
     root = args.run_root.resolve()
     missing = environment_problem()
@@ -828,4 +900,11 @@ def main(study: Study, script: str, doc: str, argv: list[str] | None = None, com
     except ValueError as err:
         print(err, file=sys.stderr)
         return 2
-    return run(study, root, args.parallel, commit)
+    until = None
+    if args.until is not None:
+        try:
+            until = parse_until(args.until)
+        except ValueError as err:
+            print(err, file=sys.stderr)
+            return 2
+    return run(study, root, args.parallel, commit, until)

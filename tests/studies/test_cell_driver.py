@@ -465,3 +465,45 @@ def test_a_python_without_stare_rl_is_refused_before_any_listing(cd, study, monk
     monkeypatch.setattr(cd.importlib.util, "find_spec", real)
     monkeypatch.setattr(cd, "BIN", cd.Path("/nonexistent"))
     assert "no `stare` command beside" in cd.environment_problem()
+
+
+def test_until_starts_only_the_cells_that_fit_before_it(cd, study, tmp_path: Path, monkeypatch, capsys) -> None:
+    """--until HH:MM (a session's or a batch job's end): a cell starts only if 1.1x its estimate (the mean time of
+    the committed cells of its model; else its steps left) ends before it; a cell with nothing to go by does not
+    start; a later cell that fits starts instead; with nothing left that fits, the driver stops."""
+    old_root, root = tmp_path / "old", tmp_path / "runs"
+    a0, a1, _, _, bb0 = study.cells()  # a: grpo and stare, seed 0 then seed 1; bb: grpo
+    _fake_cell(cd, old_root, a0)  # committed, 1234.4 s wall (more than its steps' 9 s)
+    cd.export_cell(study, old_root, a0)
+    monkeypatch.setattr(cd, "in_head", lambda path: (study.docs_dir(a0) / cd.DONE) == path)
+    walls = cd._committed_walls(study)
+    assert walls == {"a": [pytest.approx(1234.4)]}
+    assert cd.estimate(study, root, a1, walls) == pytest.approx(1234.4) and cd.estimate(study, root, bb0, walls) is None
+    now = cd.time.time()
+    tight, roomy = cd.Deadline(now + 1200), cd.Deadline(now + 1400)  # 1.1 x 1234 s = 1358 s
+    todo = [a1, bb0]
+    assert cd._next_startable(study, root, todo, [], tight) is None
+    assert cd._next_startable(study, root, todo, [], roomy) is a1
+    out = capsys.readouterr().out
+    assert "does not start: about 21 min, 20 min left before --until" in out and "no committed cell of its model" in out
+    assert out.count("stare/seed0 (a) does not start") == 1  # said once per cell
+    cd._next_startable(study, root, todo, [], tight)
+    assert "stare/seed0 (a) does not start" not in capsys.readouterr().out
+    # an unfinished run dir: its steps left (3 of 63 logged at 2-4 s: 60 x 3 s = 180 s), not the committed mean
+    _fake_cell(cd, root, a1, done=False)
+    (cd.run_dir(root, a1) / "config.yaml").write_text("max_steps: 63\n")
+    assert cd.estimate(study, root, a1, walls) == pytest.approx(180.0)
+    assert cd._next_startable(study, root, todo, [], cd.Deadline(now + 300)) is a1
+    # the driver: nothing fits, nothing runs: it says so and stops without starting a cell
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: (_ for _ in ()).throw(AssertionError("no cell may start")))
+    monkeypatch.setattr(cd, "refresh_report", lambda s, r, part: None)
+    assert cd.run(study, tmp_path / "empty", 2, until=now + 60) == 0
+    assert "none of the 4 cells left fits before it" in capsys.readouterr().out
+
+
+def test_until_is_read_as_a_time_of_today(cd) -> None:
+    now = cd.time.mktime((2026, 11, 28, 8, 0, 0, 0, 0, -1))
+    assert cd.parse_until("09:30", now) - now == pytest.approx(90 * 60)
+    for bad, why in (("07:59", "has passed"), ("9h30", "HH:MM"), ("25:00", "HH:MM")):
+        with pytest.raises(ValueError, match=why):
+            cd.parse_until(bad, now)
