@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -155,6 +156,12 @@ def test_results_table_from_known_metrics_files(tmp_path: Path) -> None:
     assert "| stare_o1 | 2 |" in md and "38.0 ± 2.8" in md and "+6.0" in md
     assert json.loads((tmp_path / "results.json").read_text())["methods"][0]["method"] == "grpo"
     assert results_markdown(results) == md
+    # a committed results folder keeps its metrics gzipped: re-reported from it, the same table
+    for d in (tmp_path / "runs").glob("*/seed*"):
+        (d / "metrics.jsonl.gz").write_bytes(gzip.compress((d / "metrics.jsonl").read_bytes()))
+        (d / "metrics.jsonl").unlink()
+    _, again = summarise(grid, grid.cells())
+    assert again == results and (tmp_path / "results.md").read_text() == md
 
 
 def test_run_metrics_and_spread_edge_cases() -> None:

@@ -56,7 +56,7 @@ from stare_rl.compare.grid import (
 )
 from stare_rl.io.cache import cache_dir
 from stare_rl.io.process import PARENT_PID_ENV
-from stare_rl.io.runlog import write_json_atomic, write_text_atomic
+from stare_rl.io.runlog import metrics_path, write_json_atomic, write_text_atomic
 from stare_rl.models.pretrained import resolve_model
 from stare_rl.train import warmstart
 from stare_rl.train.plan import plan_run
@@ -259,7 +259,8 @@ def reference_evals(grid: Grid, plans: dict[str, Any]) -> dict[int, Path]:
 def summarise(grid: Grid, cells: list[Cell],
               references: dict[int, Path] | None = None) -> tuple[Path | None, dict[str, Any] | None]:
     """``stare report`` of every cell with metrics, then the results table (markdown + JSON) in ``grid.out``."""
-    with_metrics = [c for c in cells if cell_state(c) == "done" and (c.run_dir / "metrics.jsonl").is_file()]
+    # metrics.jsonl, or the gzipped copy of a committed cell (a results folder re-reported: --report-only)
+    with_metrics = [c for c in cells if cell_state(c) == "done" and metrics_path(c.run_dir).is_file()]
     if not with_metrics:  # only finished cells are scored: a half-run cell would distort the table
         return None, None
     page = build_report([c.run_dir for c in with_metrics], grid.out / "report", band_rel=grid.band)
