@@ -538,7 +538,6 @@ def _time_left(study: Study, root: Path, listing: list[tuple[Cell | None, str]],
     """One line: the core-hours the listed cells still need, each not-started cell at the mean wall of the
     committed cells that start from the same model (``start_group``; else the same grid part), each unfinished one
     at its steps left; cells with nothing to go by, and blocks not decided yet, are counted apart."""
-    group = study.start_group or (lambda c: c.part)
     walls = _committed_walls(study)
     seconds, unknown, undecided = 0.0, 0, 0
     for c, note in listing:
@@ -550,10 +549,7 @@ def _time_left(study: Study, root: Path, listing: list[tuple[Cell | None, str]],
             continue
         if not d.exists() and study.skip is not None and study.skip(c, root):
             continue  # will not run
-        left = _seconds_left(d) if d.exists() else None
-        known = walls.get(group(c))
-        if left is None and known:
-            left = sum(known) / len(known)
+        left = estimate(study, root, c, walls)
         if left is None:
             unknown += 1
         else:
@@ -762,7 +758,7 @@ def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit, un
                 _stop_running(study, root, todo, running, commit, stop.signum)
                 return 0
             _start_next(study, root, todo, running, parallel, commit, waiting, deadline)
-            if deadline is not None and not running and todo and not any(isinstance(x, Block) for x in todo[:1]) \
+            if deadline is not None and not running and todo and not isinstance(todo[0], Block) \
                     and _next_startable(study, root, todo, running, deadline) is None:
                 print(f"{time.strftime('%H:%M:%S')} --until {time.strftime('%H:%M', time.localtime(until))}: none of "
                       f"the {sum(isinstance(x, Cell) for x in todo)} cells left fits before it; the next run starts "
