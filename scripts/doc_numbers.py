@@ -1041,47 +1041,59 @@ def _span(values: list[float], fmt: str = "{:.1f}") -> str:
 
 def render_authority_map() -> str:
     """README "Which setting to start with": what the authority map (studies/authority_map, issue #46) supports so
-    far, from ``docs/results/authority_map/authority_map.json``: per task, the selection-alone cells that hold their
-    target (rule H) and their rolling band; the pairs with the fallback (rule F) and rule D's reading."""
+    far, from ``docs/results/authority_map/authority_map.json``. Two tables, a row per task and target: which cells
+    hold their target (rule H for the selection alone; rules F, F3 and F3s for each fallback's pairs) with the range
+    of their rolling band, and what each costs in pass@1 / pass@8; then rule D's reading and, while it reads none,
+    where to turn the fallback on by hand."""
     a = _load("authority_map/authority_map.json")
     rules = a["rules"]
-    lines = [f"The authority map so far (issue #46, pre-registered; seed 0, {a['n_seed0_finished']} of "
-             f"{a['n_seed0_cells']} cells; [its table](docs/results/authority_map/authority_map.md)):"]
+    settings = (("F", "+ bonus, W ≤ 50"), ("F3", "+ bonus, W ≤ 3"), ("F3s", "+ bonus, W ≤ 3, span log 50"))
+    head = ("| task (hidden), target | selection alone (C2 or `stare_sensitivity`, `auto`) | "
+            + " | ".join(name for _, name in settings) + " |\n|---|---|---|---|---|")
+    held_rows, cost_rows = [], []
     for task, t in a["tasks"].items():
-        alone = [(name, c) for name, c in t["cells"].items() if c["state"] == "finished" and c["scored"]
-                 and c["slot"]["actuator"] != "grpo" and c["slot"]["fallback"] == "none"]
-        if not alone:
-            continue
-        widths = sorted({c["slot"]["width"] for _, c in alone})
-        targets = sorted({c["slot"]["target"] for _, c in alone}, reverse=True)
-        holds = [n for n, _ in alone if rules["H"][f"{task}/{n}"]["verdict"] == "holds"]
-        band = [100 * c["reading"]["rolling"] for _, c in alone]
+        cells = {n: c for n, c in t["cells"].items() if c["state"] == "finished" and c["scored"]}
         grpo = {c["slot"]["width"]: {k: statistics.mean(x[k] for x in c["seeds"].values()) for k in ("pass@1", "pass@k")}
-                for c in t["cells"].values() if c["slot"]["actuator"] == "grpo" and c["state"] == "finished"}
-        vs = [(100 * (c["reading"][k] - grpo[c["slot"]["width"]][k]), k) for _, c in alone
-              if c["slot"]["width"] in grpo for k in ("pass@1", "pass@k")]
-        cost = "" if not vs else (
-            f"; pass@1 {_span([v for v, k in vs if k == 'pass@1'], '{:+.1f}')} points against GRPO at the same "
-            f"width, pass@8 {_span([v for v, k in vs if k == 'pass@k'], '{:+.1f}')}")
-        text = (f"- `{task}` (hidden {', '.join(map(str, widths))}; target {', '.join(targets)}): the selection alone "
-                f"(C2 or `stare_sensitivity`, `auto`) kept the 21-step mean of the batch entropy within ±10 % of its "
-                f"target on ≥ 90 % of steps in {len(holds)} of {len(alone)} cells ({_span(band)} % of steps){cost}")
-        for rule, how in (("F", "`auto_fallback: bonus`"), ("F3", "the fallback and `auto_w_max: 3` (phase B3)"),
-                          ("F3s", "the fallback, `auto_w_max: 3` and `auto_bonus_span` log 50 (phase B3s)")):
-            pairs = [f for k, f in rules.get(rule, {}).items() if k.startswith(f"{task} ") and "rescue" in f]
-            if pairs:
-                withb = [100 * t["cells"][f["with"].split("/", 1)[1]]["reading"]["rolling"] for f in pairs]
-                held = sum(bool(f["with_fallback_holds"]) for f in pairs)
-                rescued = sum(f["verdict"] == "rescues" for f in pairs)
-                text += (f"; with {how}, in {len(pairs)} of those pairs: {_span(withb)} % (held in {held}, rescued by "
-                         f"rule {rule} in {rescued}), at a pass@1 change against the selection alone of "
-                         f"{_span([f['d_pass@1_points'] for f in pairs], '{:+.1f}')} points and pass@8 "
-                         f"{_span([f['d_pass@k_points'] for f in pairs], '{:+.1f}')}")
-        lines.append(text + ".")
+                for c in cells.values() if c["slot"]["actuator"] == "grpo"}
+        alone = {n: c for n, c in cells.items() if c["slot"]["actuator"] != "grpo" and c["slot"]["fallback"] == "none"}
+        for target in sorted({c["slot"]["target"] for c in alone.values()}, reverse=True):
+            mine = {n: c for n, c in alone.items() if c["slot"]["target"] == target}
+            widths = ", ".join(map(str, sorted({c["slot"]["width"] for c in mine.values()})))
+            holds = sum(rules["H"][f"{task}/{n}"]["verdict"] == "holds" for n in mine)
+            held = [f"held {holds} of {len(mine)} ({_span([100 * c['reading']['rolling'] for c in mine.values()])} %)"]
+            vs = {k: [100 * (c["reading"][k] - grpo[c["slot"]["width"]][k]) for c in mine.values()
+                      if c["slot"]["width"] in grpo] for k in ("pass@1", "pass@k")}
+            cost = [f"{_span(vs['pass@1'], '{:+.1f}')} / {_span(vs['pass@k'], '{:+.1f}')} vs GRPO" if vs["pass@1"]
+                    else "-"]
+            for rule, _ in settings:
+                pairs = [f for k, f in rules.get(rule, {}).items()
+                         if k.startswith(f"{task} ") and k.endswith(f" {target}") and "rescue" in f]
+                if not pairs:
+                    held.append("not run yet")
+                    cost.append("-")
+                    continue
+                band = _span([100 * t["cells"][f["with"].split("/", 1)[1]]["reading"]["rolling"] for f in pairs])
+                held.append(f"held {sum(bool(f['with_fallback_holds']) for f in pairs)} of {len(pairs)} ({band} %), "
+                            f"rescued {sum(f['verdict'] == 'rescues' for f in pairs)}")
+                cost.append(f"{_span([f['d_pass@1_points'] for f in pairs], '{:+.1f}')} / "
+                            f"{_span([f['d_pass@k_points'] for f in pairs], '{:+.1f}')} vs alone")
+            row = f"| `{task}` ({widths}), {target} | "
+            held_rows.append(row + " | ".join(held) + " |")
+            cost_rows.append(row + " | ".join(cost) + " |")
+    r = _authority_rules()
+    lines = [f"The authority map so far (issue #46, pre-registered; seed 0, {a['n_seed0_finished']} of "
+             f"{a['n_seed0_cells']} cells; [its table](docs/results/authority_map/authority_map.md)). \"Held k of n\": of n "
+             f"finished cells (with a fallback: pairs), k kept the 21-step mean of the batch entropy within ±10 % of the target on ≥ {100 * r.HOLD:.0f} % of steps after "
+             "the first crossing (rule H; in brackets, that share's range over the cells); \"rescued\": of the pairs "
+             "where the selection alone does not hold, those where the fallback holds or adds "
+             f"≥ {r.RESCUE_POINTS:.0f} points of that share (rule F, "
+             "[HYPOTHESES.md](studies/authority_map/HYPOTHESES.md#rules)):", "", head, *held_rows, "",
+             "pass@1 / pass@8 change in points (the selection alone against GRPO at the same width; with the "
+             "fallback, against the selection alone):", "", head, *cost_rows, ""]
     d, a = rules["D"], rules["D_amended"]
     bound = "" if a["hand_off_w"] is None else f" with the hand-off at W {a['hand_off_w']:g}" + (
         f" and the bonus's span {a['bonus_span']}" if a.get("bonus_span") else "")
-    lines.append(f"- Rule D (`auto_fallback`'s default){' so far' if a['provisional'] else ''}: **{a['verdict']}**"
+    lines.append(f"Rule D (`auto_fallback`'s default){' so far' if a['provisional'] else ''}: **{a['verdict']}**"
                  f"{bound}. "
                  f"With W ≤ 50, on {d['pairs_measured']} of {d['pairs_planned']} pairs, the fallback rescues "
                  f"{len(d['rescued'])} of the {len(d['misses'])} where the selection alone misses and costs "
@@ -1092,14 +1104,26 @@ def render_authority_map() -> str:
                  + ("; provisional: the library's default stays `none` until the map is complete." if a["provisional"]
                     else "."))
     if a["verdict"] == "none":  # HYPOTHESES.md, rule D amended: then the README says where to turn it on, and with which bound
-        lines.append("- Where to turn it on by hand (`auto_fallback: bonus`), the pairs each bound rescued"
-                     f"{' so far' if a['provisional'] else ''}: " + "; ".join(
-                         f"with `auto_w_max` {w}: {_pair_list(rules[rule]['rescued'])}"
-                         + (f" (and where the selection held, it lost the band in {_pair_list(rules[rule]['costs'])})"
-                            if rules[rule]["costs"] else "")
-                         for w, rule in (("3 and `auto_bonus_span` log 50", "D3s"), ("3", "D3"), ("50", "D"))
-                         if rules[rule]["pairs_measured"]) + ".")
+        lines.append("")
+        lines.append("Where to turn it on by hand (`auto_fallback: bonus`), the pairs each bound rescued"
+                     f"{' so far' if a['provisional'] else ''}:")
+        lines += [f"- with `auto_w_max` {w}: {_pair_list(rules[rule]['rescued'])}"
+                  + (f" (and where the selection held, it lost the band in {_pair_list(rules[rule]['costs'])})"
+                     if rules[rule]["costs"] else "") + "."
+                  for w, rule in (("3 and `auto_bonus_span` log 50", "D3s"), ("3", "D3"), ("50", "D"))
+                  if rules[rule]["pairs_measured"]]
     return "\n".join(lines)
+
+
+def _authority_rules():
+    """studies/authority_map/authority_rules.py (pure, no stare_rl import), loaded by path: its registered thresholds."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("authority_rules_for_docs",
+                                                  ROOT / "studies" / "authority_map" / "authority_rules.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _pair_list(keys: list[str]) -> str:

@@ -164,22 +164,27 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
     text = doc_numbers.render_authority_map()
     assert "seed 0, 4 of 9 cells" in text
-    assert "in 1 of 2 cells (40.0 to 95.0 % of steps)" in text  # rule H: one holds; the band range of both
-    assert "pass@1 -5.0 to -2.0 points against GRPO at the same width, pass@8 +2.0 to +10.0" in text
-    assert "in 1 of those pairs: 70.0 % (held in 0, rescued by rule F in 1)" in text
-    assert "against the selection alone of -8.0 points and pass@8 +1.0" in text
-    assert "with the fallback and `auto_w_max: 3` (phase B3), in 1 of those pairs: 96.0 % (held in 1, rescued by rule F3 in 1)" in text
-    assert "against the selection alone of -4.0 points and pass@8 +2.0" in text
+    assert "≥ 90 % of steps after the first crossing" in text and "adds ≥ 20 points" in text  # the registered rules'
+    held, cost = [line for line in text.splitlines() if line.startswith("| `t` (64), 0.7x | ")]
+    # rule H: one of the two selection-alone cells holds, the band range of both; per fallback its pair's band and F
+    assert held == ("| `t` (64), 0.7x | held 1 of 2 (40.0 to 95.0 %) | held 0 of 1 (70.0 %), rescued 1 "
+                    "| held 1 of 1 (96.0 %), rescued 1 | held 1 of 1 (93.0 %), rescued 1 |")
+    # against GRPO at the width (0.55 and 0.58 against 0.60; 0.90 and 0.82 against 0.80), then against the selection alone
+    assert cost == ("| `t` (64), 0.7x | -5.0 to -2.0 / +2.0 to +10.0 vs GRPO | -8.0 / +1.0 vs alone "
+                    "| -4.0 / +2.0 vs alone | -2.0 / +3.0 vs alone |")
+    assert text.count("| task (hidden), target |") == 2
     assert "**none**. With W ≤ 50, on 1 of 2 pairs" in text and "provisional" in text
     assert "with W ≤ 3 (phase B3), on 1 of 2 pairs, it rescues 1 of 1 and costs 0 of 0" in text
-    assert ("with the fallback, `auto_w_max: 3` and `auto_bonus_span` log 50 (phase B3s), in 1 of those pairs: 93.0 % "
-            "(held in 1, rescued by rule F3s in 1), at a pass@1 change against the selection alone of -2.0 points") in text
     assert ("with W ≤ 3 and the bonus's span log 50 (phase B3s), on 1 of 2 pairs, it rescues 1 of 1 and costs 0 of 0 "
             "(`bonus` needs") in text
     # D reads none: where to turn it on by hand, per bound (HYPOTHESES.md, rule D amended)
-    assert ("- Where to turn it on by hand (`auto_fallback: bonus`), the pairs each bound rescued so far: with "
-            "`auto_w_max` 3 and `auto_bonus_span` log 50: `t` at 0.7x (hidden 64 sensitivity); with `auto_w_max` 3: "
-            "`t` at 0.7x (hidden 64 sensitivity); with `auto_w_max` 50: `t` at 0.7x (hidden 64 sensitivity).") in text
+    assert ("Where to turn it on by hand (`auto_fallback: bonus`), the pairs each bound rescued so far:\n"
+            "- with `auto_w_max` 3 and `auto_bonus_span` log 50: `t` at 0.7x (hidden 64 sensitivity).\n"
+            "- with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity).\n"
+            "- with `auto_w_max` 50: `t` at 0.7x (hidden 64 sensitivity).") in text
+    del amap["rules"]["F3s"]["t h64 sensitivity 0.7x"]  # a fallback with no pair measured at a task: not run yet
+    held = [line for line in doc_numbers.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
+    assert held.endswith("| held 1 of 1 (96.0 %), rescued 1 | not run yet |")
     amap["rules"]["D3s"]["pairs_measured"] = 0  # a bound with no pair measured yet is not listed
     assert "with `auto_w_max` 3 and `auto_bonus_span` log 50" not in doc_numbers.render_authority_map()
     amap["rules"]["D3"]["costs"] = ["t h128 C2 0.7x", "t h64 C2 0.7x"]
@@ -188,7 +193,7 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3.0, "bonus_span": "log 50", "provisional": False}
     text = doc_numbers.render_authority_map()
     assert "Where to turn it on" not in text
-    assert "Rule D (`auto_fallback`'s default): **bonus** with the hand-off at W 3 and the bonus's span log 50." in text
+    assert "\nRule D (`auto_fallback`'s default): **bonus** with the hand-off at W 3 and the bonus's span log 50." in text
 
 
 def test_real_lm_readme_block_states_the_registered_numbers(monkeypatch) -> None:
