@@ -148,6 +148,9 @@ class Study:
         start_group: the cell -> the model it starts from (None: every cell its own); see the module's text.
         skip: (cell, run root) -> the registered reason not to run the cell, or None; asked as the cell would
             start, so it can read what earlier cells built (e.g. its width's warm start did not learn the task).
+        start_cost: (cell, run root) -> seconds a cell not started yet needs before its own run that the committed
+            cells' times do not count (e.g. building its start group's warm start on a machine whose cache lacks
+            it); counted once per start group by ``--until`` and ``--status``. None: nothing.
     """
 
     tag: str
@@ -164,6 +167,7 @@ class Study:
     doc_blocks: tuple[str, ...] = ()
     start_group: Callable[[Cell], Hashable] | None = None
     skip: Callable[[Cell, Path], str | None] | None = None
+    start_cost: Callable[[Cell, Path], float] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted({b.part for b in self.order} - set(self.grids))
@@ -485,13 +489,25 @@ def _committed_walls(study: Study) -> dict[Hashable, list[float]]:
     return walls
 
 
-def estimate(study: Study, root: Path, c: Cell, walls: dict[Hashable, list[float]]) -> float | None:
+def estimate(study: Study, root: Path, c: Cell, walls: dict[Hashable, list[float]],
+             charged: set[Hashable] | None = None) -> float | None:
     """Seconds the cell still needs: an unfinished run dir's steps left at its mean step_time; else the mean of the
-    committed cells that start from its model; None with nothing to go by."""
+    committed cells that start from its model, plus ``Study.start_cost`` (once per start group: a group already in
+    ``charged`` is not charged again, and the cell's group is added); None with nothing to go by."""
     d = run_dir(root, c)
     left = _seconds_left(d) if d.exists() else None
-    known = walls.get((study.start_group or (lambda x: x.part))(c))
-    return left if left is not None else (sum(known) / len(known) if known else None)
+    if left is not None:
+        return left
+    group = (study.start_group or (lambda x: x.part))(c)
+    known = walls.get(group)
+    if not known:
+        return None
+    extra = 0.0
+    if study.start_cost is not None and not d.exists() and (charged is None or group not in charged):
+        extra = float(study.start_cost(c, root))
+        if charged is not None and extra:
+            charged.add(group)
+    return sum(known) / len(known) + extra
 
 
 DEADLINE_MARGIN = 1.10  # --until: a cell starts only if 1.1x its estimate ends before the deadline
@@ -539,7 +555,7 @@ def _time_left(study: Study, root: Path, listing: list[tuple[Cell | None, str]],
     committed cells that start from the same model (``start_group``; else the same grid part), each unfinished one
     at its steps left; cells with nothing to go by, and blocks not decided yet, are counted apart."""
     walls = _committed_walls(study)
-    seconds, unknown, undecided = 0.0, 0, 0
+    seconds, unknown, undecided, charged = 0.0, 0, 0, set()
     for c, note in listing:
         if c is None:  # a block's cells skipped, or not decided yet
             undecided += UNDECIDED in note
@@ -549,7 +565,7 @@ def _time_left(study: Study, root: Path, listing: list[tuple[Cell | None, str]],
             continue
         if not d.exists() and study.skip is not None and study.skip(c, root):
             continue  # will not run
-        left = estimate(study, root, c, walls)
+        left = estimate(study, root, c, walls, charged)
         if left is None:
             unknown += 1
         else:
@@ -705,13 +721,14 @@ def _next_startable(study: Study, root: Path, todo: list, running: list,
     for x in todo:
         if isinstance(x, Block):
             return None
+        if study.start_group is not None and study.start_group(x) in busy:
+            continue  # its model is being built: judged against the deadline once it is
         if deadline is not None and not deadline.fits(study, root, x, walls):
             continue
-        if study.start_group is None or study.start_group(x) not in busy:
-            if x is not todo[0]:
-                print(f"{time.strftime('%H:%M:%S')} {todo[0].method}/seed{todo[0].seed}{_where(todo[0])} waits: a "
-                      f"running cell has not logged a step of the model it starts from yet", flush=True)
-            return x
+        if x is not todo[0]:
+            print(f"{time.strftime('%H:%M:%S')} {todo[0].method}/seed{todo[0].seed}{_where(todo[0])} waits: a "
+                  f"running cell has not logged a step of the model it starts from yet", flush=True)
+        return x
     return None
 
 

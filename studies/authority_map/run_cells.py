@@ -31,6 +31,7 @@ declares the study.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -130,6 +131,26 @@ def warm_start_of(c: Cell) -> tuple[str, int]:
     return c.part, slots(c.part)[c.method].width
 
 
+def warm_start_cost(c: Cell, root: Path) -> float:
+    """Seconds to build the cell's warm start where the cache (STARE_RL_CACHE) lacks it: the committed record's
+    ``wall_time_s`` (``<task>/warmstart_h<width>.json``, a copy of the cache's warmstart.json); 0 once the cache
+    holds a warm start of the same task, seed and settings, or with no committed record to go by."""
+    task, width = warm_start_of(c)
+    copy = DOCS / task / _analysis().warmstart_copy_name(width)
+    if not copy.is_file():
+        return 0.0
+    rec = json.loads(copy.read_text())
+    cache = _cache()
+    for p in sorted(cache.glob(f"{task}-*/warmstart.json")) if cache is not None and cache.is_dir() else ():
+        try:
+            info = json.loads(p.read_text())
+        except ValueError:  # a warm start being written
+            continue
+        if all(info.get(k) == rec.get(k) for k in ("task", "seed", "config", "task_kwargs")):
+            return 0.0
+    return float(rec.get("wall_time_s") or 0.0)
+
+
 # Study's defaults: the frontier's kernel pins (KERNEL_PINS) and two cells at a time
 STUDY = Study(
     tag="#46 authority_map",
@@ -144,6 +165,7 @@ STUDY = Study(
     doc_blocks=("authority-map",),  # README.md "Which setting to start with", re-rendered with each cell
     start_group=warm_start_of,
     skip=unlearned_width,
+    start_cost=warm_start_cost,
 )
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ no training, no ``stare`` process)."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import importlib.util
 import json
@@ -499,6 +500,34 @@ def test_until_starts_only_the_cells_that_fit_before_it(cd, study, tmp_path: Pat
     monkeypatch.setattr(cd, "refresh_report", lambda s, r, part: None)
     assert cd.run(study, tmp_path / "empty", 2, until=now + 60) == 0
     assert "none of the 4 cells left fits before it" in capsys.readouterr().out
+
+
+def test_a_start_cost_counts_once_per_start_group(cd, study, tmp_path: Path, monkeypatch) -> None:
+    """``Study.start_cost`` (e.g. a warm start the machine's cache lacks): added to a not-started cell's estimate
+    (so --until holds back a cell that would also build its model), counted once per start group by --status's
+    total, and never for a cell whose run dir exists (it has its steps left)."""
+    old_root, root = tmp_path / "old", tmp_path / "runs"
+    a0, a1, b0, b1, bb0 = study.cells()  # a: grpo and stare, seed 0 then seed 1; bb: grpo
+    _fake_cell(cd, old_root, a0)  # committed: 1234.4 s
+    cd.export_cell(study, old_root, a0)
+    monkeypatch.setattr(cd, "in_head", lambda path: (study.docs_dir(a0) / cd.DONE) == path)
+    asked = []
+    costly = dataclasses.replace(study, start_cost=lambda c, r: asked.append(c) or 600.0)
+    walls = cd._committed_walls(costly)
+    assert cd.estimate(costly, root, a1, walls) == pytest.approx(1834.4)  # 1234.4 + the 600 s start
+    charged = set()
+    assert [cd.estimate(costly, root, c, walls, charged) for c in (a1, b0, b1)] == [
+        pytest.approx(1834.4), pytest.approx(1234.4), pytest.approx(1234.4)]  # one group "a": charged once
+    assert cd.estimate(costly, root, bb0, walls) is None  # nothing to go by: no start cost makes an estimate
+    now = cd.time.time()
+    assert cd._next_startable(costly, root, [a1], [], cd.Deadline(now + 1400)) is None  # 1.1 x 1834 s > 1400 s
+    assert cd._next_startable(study, root, [a1], [], cd.Deadline(now + 1400)) is a1  # without the start cost it fits
+    listing = [(c, "") for c in (a1, b0, b1)]
+    assert cd._time_left(costly, root, listing, 1).startswith(f"left: about {(3 * 1234.4 + 600) / 3600:.1f} h")
+    _fake_cell(cd, root, a1, done=False)  # a started cell: its steps left only
+    (cd.run_dir(root, a1) / "config.yaml").write_text("max_steps: 63\n")
+    asked.clear()
+    assert cd.estimate(costly, root, a1, walls) == pytest.approx(180.0) and asked == []
 
 
 def test_until_is_read_as_a_time_of_today(cd) -> None:
