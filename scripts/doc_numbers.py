@@ -1090,6 +1090,19 @@ def render_authority_map() -> str:
              "[HYPOTHESES.md](studies/authority_map/HYPOTHESES.md#rules)):", "", head, *held_rows, "",
              "pass@1 / pass@8 change in points (the selection alone against GRPO at the same width; with the "
              "fallback, against the selection alone):", "", head, *cost_rows, ""]
+    both = []  # the cost of the second actuator: against the selection alone where both hold their target
+    for rule, name in settings:
+        pairs = [f for f in rules.get(rule, {}).values() if f.get("selection_alone_holds") and f.get("with_fallback_holds")]
+        if pairs:
+            task_cell = [f["with"].split("/", 1) for f in pairs]
+            acted = sum(any((x.get("bonus_acted_steps") or 0) > 0 for x in a["tasks"][task]["cells"][cell]["seeds"].values())
+                        for task, cell in task_cell)
+            both.append(f"{name.removeprefix('+ ')}: {len(pairs)} pair{'s' if len(pairs) > 1 else ''} (the bonus acted "
+                        f"in {acted}), "
+                        f"{_span([f['d_pass@1_points'] for f in pairs], '{:+.1f}')} / "
+                        f"{_span([f['d_pass@k_points'] for f in pairs], '{:+.1f}')}")
+    lines += ["Where both hold (the selection alone and with the fallback), the fallback's pass@1 / pass@8 change "
+              "against the selection alone: " + ("; ".join(both) if both else "no such pair yet") + ".", ""]
     d, a = rules["D"], rules["D_amended"]
     bound = "" if a["hand_off_w"] is None else f" with the hand-off at W {a['hand_off_w']:g}" + (
         f" and the bonus's span {a['bonus_span']}" if a.get("bonus_span") else "")

@@ -173,6 +173,7 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     assert cost == ("| `t` (64), 0.7x | -5.0 to -2.0 / +2.0 to +10.0 vs GRPO | -8.0 / +1.0 vs alone "
                     "| -4.0 / +2.0 vs alone | -2.0 / +3.0 vs alone |")
     assert text.count("| task (hidden), target |") == 2
+    assert "Where both hold (the selection alone and with the fallback), " in text and "no such pair yet." in text
     assert "**none**. With W ≤ 50, on 1 of 2 pairs" in text and "provisional" in text
     assert "with W ≤ 3 (phase B3), on 1 of 2 pairs, it rescues 1 of 1 and costs 0 of 0" in text
     assert ("with W ≤ 3 and the bonus's span log 50 (phase B3s), on 1 of 2 pairs, it rescues 1 of 1 and costs 0 of 0 "
@@ -182,6 +183,11 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
             "- with `auto_w_max` 3 and `auto_bonus_span` log 50: `t` at 0.7x (hidden 64 sensitivity).\n"
             "- with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity).\n"
             "- with `auto_w_max` 50: `t` at 0.7x (hidden 64 sensitivity).") in text
+    # the cost of the second actuator where both hold: per bound, its pairs, whether the bonus acted
+    amap["rules"]["F3"]["t h64 sensitivity 0.7x"].update(selection_alone_holds=True, rescue=False)
+    cells["sens_fb3_h64"]["seeds"]["0"]["bonus_acted_steps"] = 4
+    assert ("the fallback's pass@1 / pass@8 change against the selection alone: bonus, W ≤ 3: 1 pair (the bonus acted "
+            "in 1), -4.0 / +2.0.") in doc_numbers.render_authority_map()
     del amap["rules"]["F3s"]["t h64 sensitivity 0.7x"]  # a fallback with no pair measured at a task: not run yet
     held = [line for line in doc_numbers.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
     assert held.endswith("| held 1 of 1 (96.0 %), rescued 1 | not run yet |")
