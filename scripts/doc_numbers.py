@@ -1128,6 +1128,44 @@ def render_authority_map() -> str:
     return "\n".join(lines)
 
 
+def render_bonus_span() -> str:
+    """docs/methods.md, "A span of its own": per pair measured in the authority map's phase B3s, the cell with
+    ``auto_w_max`` 3 alone (B3) beside the same cell with ``auto_bonus_span`` log 50 (B3s): the rolling band, the
+    step entropy's peak over the target from the first crossing, the largest bonus coefficient and pass@1 (means
+    over each cell's finished seeds, n stated); then how many pairs each holds (rule H) and where the span lowered
+    the peak (``docs/results/authority_map/authority_map.json``: its F3s pairs name both cells)."""
+    a = _load("authority_map/authority_map.json")
+    f3s = {k: f for k, f in a["rules"].get("F3s", {}).items() if "rescue" in f}
+    if not f3s:
+        return "No pair of phase B3s has been measured yet."
+
+    def values(ref: str) -> dict:
+        task, name = ref.split("/", 1)
+        c = a["tasks"][task]["cells"][name]
+        seeds = list(c["seeds"].values())
+        return {"band": 100 * c["reading"]["rolling"], "n": c["reading"]["n"], "pass@1": c["reading"]["pass@1"],
+                **{k: statistics.mean(x[k] for x in seeds) for k in ("peak_over_target", "bonus_coef_max")}}
+
+    def show(v: dict) -> str:
+        return (f"{v['band']:.1f} % (peak {v['peak_over_target']:.2f}x, largest c {v['bonus_coef_max']:.2f}, "
+                f"pass@1 {v['pass@1']:.3f}, n {v['n']})")
+
+    order = list(a["tasks"])  # the map's task order, then width, then actuator (keys: "task hW actuator target")
+    lines, held, lower = [], {"B3": 0, "B3s": 0, "both": 0}, 0
+    for key, f in sorted(f3s.items(), key=lambda kv: (order.index(kv[0].split()[0]), int(kv[0].split()[1][1:]),
+                                                       kv[0].split()[2])):
+        b3, b3s = values(f["against_b"]["b"]), values(f["with"])
+        h3, h3s = a["rules"]["H"][f["against_b"]["b"]]["verdict"] == "holds", bool(f["with_fallback_holds"])
+        held["B3"], held["B3s"], held["both"] = held["B3"] + h3, held["B3s"] + h3s, held["both"] + (h3 and h3s)
+        lower += b3s["peak_over_target"] < b3["peak_over_target"]
+        lines.append(f"- `{key}`: W ≤ 3 {show(b3)}; with the span {show(b3s)}.")
+    return "\n".join([*lines, "",
+                      f"Of these {len(f3s)} pairs, the 21-step mean held the band (≥ {100 * _authority_rules().HOLD:.0f} "
+                      f"% of steps) in {held['B3']} with W ≤ 3 alone and in {held['B3s']} with the span (in both: "
+                      f"{held['both']}); the span "
+                      f"lowered the step entropy's peak in {lower}."])
+
+
 def _authority_rules():
     """studies/authority_map/authority_rules.py (pure, no stare_rl import), loaded by path: its registered thresholds."""
     import importlib.util
@@ -1407,6 +1445,7 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "real-lm": ("docs/train.md", render_real_lm),
     "auto-fallback": ("docs/methods.md", render_auto_fallback),
     "fallback-handoff": ("docs/methods.md", render_fallback_handoff),
+    "bonus-span": ("docs/methods.md", render_bonus_span),
     "authority-map": ("README.md", render_authority_map),
     "gpu-step": ("docs/benchmarks.md", render_gpu_step),
     "gpu-losses": ("docs/benchmarks.md", render_gpu_losses_table),

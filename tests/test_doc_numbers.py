@@ -202,6 +202,35 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     assert "\nRule D (`auto_fallback`'s default): **bonus** with the hand-off at W 3 and the bonus's span log 50." in text
 
 
+def test_bonus_span_block_sets_each_b3_cell_beside_its_b3s_twin(monkeypatch) -> None:
+    """methods.md "A span of its own": per measured B3s pair (in the map's task, width, actuator order), W ≤ 3 alone
+    beside the span, seed means with n; the holds (rule H on the B3 cell, F3s on the B3s cell) and the peaks."""
+    def cell(rolling: float, p1: float, peaks: list[float], cs: list[float]) -> dict:
+        return {"reading": {"rolling": rolling, "pass@1": p1, "n": len(peaks)},
+                "seeds": {str(i): {"peak_over_target": p, "bonus_coef_max": c} for i, (p, c) in enumerate(zip(peaks, cs, strict=True))}}
+
+    cells = {"c2_fb3_h128": cell(0.95, 0.70, [1.2], [1.0]), "c2_fb3s_h128": cell(0.80, 0.60, [1.8], [1.0]),
+             "c2_fb3_h64": cell(0.70, 0.40, [2.0, 3.0], [1.0, 0.8]), "c2_fb3s_h64": cell(0.93, 0.45, [1.5, 1.6], [0.3, 0.5])}
+    f3s = {"t h128 C2 0.7x": {"rescue": False, "with": "t/c2_fb3s_h128", "with_fallback_holds": False,
+                              "against_b": {"b": "t/c2_fb3_h128"}},
+           "t h64 C2 0.7x": {"rescue": True, "with": "t/c2_fb3s_h64", "with_fallback_holds": True,
+                             "against_b": {"b": "t/c2_fb3_h64"}},
+           "t h256 C2 0.7x": {"verdict": "not run yet"}}
+    amap = {"tasks": {"t": {"cells": cells}}, "rules": {"F3s": f3s, "H": {"t/c2_fb3_h128": {"verdict": "holds"},
+                                                                         "t/c2_fb3_h64": {"verdict": "does not hold"}}}}
+    monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
+    assert doc_numbers.render_bonus_span().splitlines() == [
+        "- `t h64 C2 0.7x`: W ≤ 3 70.0 % (peak 2.50x, largest c 0.90, pass@1 0.400, n 2); with the span 93.0 % "
+        "(peak 1.55x, largest c 0.40, pass@1 0.450, n 2).",
+        "- `t h128 C2 0.7x`: W ≤ 3 95.0 % (peak 1.20x, largest c 1.00, pass@1 0.700, n 1); with the span 80.0 % "
+        "(peak 1.80x, largest c 1.00, pass@1 0.600, n 1).",
+        "",
+        "Of these 2 pairs, the 21-step mean held the band (≥ 90 % of steps) in 1 with W ≤ 3 alone and in 1 with the "
+        "span (in both: 0); the span lowered the step entropy's peak in 1."]
+    amap["rules"]["F3s"] = {"t h64 C2 0.7x": {"verdict": "not run yet"}}
+    assert doc_numbers.render_bonus_span() == "No pair of phase B3s has been measured yet."
+
+
 def test_real_lm_readme_block_states_the_registered_numbers(monkeypatch) -> None:
     """The README's real-LM paragraph: per-seed paired differences in points, m and τ, each rule's verdict."""
     def v(acting: int, h: float = 1.0) -> dict:

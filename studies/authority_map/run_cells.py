@@ -162,7 +162,8 @@ STUDY = Study(
     analyze_args=("--runs", "{run_root}", "--out", "{docs}", "--committed", "{docs}"),
     run_root=Path("/work/runs/authority_map"),
     cells_noun="cells planned so far",
-    doc_blocks=("authority-map",),  # README.md "Which setting to start with", re-rendered with each cell
+    # README.md "Which setting to start with" and methods.md "A span of its own", re-rendered with each cell
+    doc_blocks=("authority-map", "bonus-span"),
     start_group=warm_start_of,
     skip=unlearned_width,
     start_cost=warm_start_cost,

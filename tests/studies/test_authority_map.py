@@ -507,6 +507,19 @@ def test_a_warm_start_missing_from_the_cache_is_charged_its_committed_build_time
     assert rc.STUDY.start_cost is rc.warm_start_cost
 
 
+def test_the_blocks_rendered_from_the_map_are_re_rendered_with_each_cell() -> None:
+    """Every numbers block that reads authority_map.json is in the driver's doc_blocks (else a cell's commit would
+    leave it stale): the README's map and methods.md's B3 / B3s pairs."""
+    rc = _load("run_cells")
+    pages = rc.cell_driver.block_pages(rc.STUDY.doc_blocks)
+    assert {n: p.relative_to(rc.cell_driver.ROOT).as_posix() for n, p in pages.items()} == {
+        "authority-map": "README.md", "bonus-span": "docs/methods.md"}
+    source = (rc.cell_driver.ROOT / "scripts" / "doc_numbers.py").read_text()
+    readers = {name for name in ("render_authority_map", "render_bonus_span", "render_fallback_handoff")
+               if '_load("authority_map/authority_map.json")' in source.split(f"def {name}(")[1].split("\ndef ")[0]}
+    assert readers == {"render_authority_map", "render_bonus_span"}
+
+
 def test_an_overshoot_is_read_from_the_first_crossing_on(tmp_path: Path) -> None:
     """The descriptive overshoot values: the step entropy's highest point from the first crossing over the target
     (the start above it does not count) and the largest bonus coefficient; the table shows both."""
