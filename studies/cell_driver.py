@@ -696,13 +696,22 @@ def _start_next(study: Study, root: Path, todo: list, running: list, parallel: i
 
 
 def _starting(study: Study, root: Path, running: list) -> set:
-    """The start groups whose model a running cell may be building: it has logged no step yet, and no cell of the
-    group in the run root has (one that has trained, or finished, started from the built model)."""
+    """The start groups whose model a running cell may be building: it has logged no step yet, and either
+    ``Study.start_cost`` says the model is still to be built (the cache lacks it), or no cell of the group in the
+    run root has trained (one that has trained, or finished, started from the built model). The second test alone
+    is wrong on a new machine: the committed cells restored into its run root have finished, its cache is empty."""
     if study.start_group is None:
         return set()
     group = study.start_group
-    waiting = {group(c) for c, _, _ in running if not _trained(run_dir(root, c))}
-    return {g for g in waiting if not any(group(c) == g and _trained(run_dir(root, c)) for c in study.cells())}
+    out = set()
+    for c, _, _ in running:
+        if _trained(run_dir(root, c)):
+            continue
+        g = group(c)
+        missing = study.start_cost is not None and study.start_cost(c, root) > 0
+        if missing or not any(group(x) == g and _trained(run_dir(root, x)) for x in study.cells()):
+            out.add(g)
+    return out
 
 
 def _trained(d: Path) -> bool:

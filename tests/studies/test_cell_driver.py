@@ -256,6 +256,21 @@ def test_cells_that_start_from_a_model_being_built_wait_and_the_next_other_model
     _fake_cell(cd, root, g1, done=False, steps=1)  # grpo_h1 logged its first step: its model is built
     cd._start_next(study, root, todo, running, 2, lambda f, m: "", [])
     assert launched == [g1, g2, c2, c1]
+    # a new machine (2026-11-28): a finished cell of h1 restored into the run root, but the cache lacks h1's model,
+    # which Study.start_cost knows; a running h1 cell with no step yet is building it, so the next h1 cell waits
+    fresh, cache = tmp_path / "fresh", {"h1": False, "h2": True}
+    _fake_cell(cd, fresh, g1)  # restored: finished, as if trained on this machine
+    costly = dataclasses.replace(study, start_cost=lambda c, r: 0.0 if cache[c.method.split("_")[-1]] else 600.0)
+    launched.clear()
+    todo, running = [c1, g2, c2], []
+    proc = type("P", (), {"pid": 999, "poll": lambda self: None})()
+    running.append((cd.Cell("a", "late_h1", 0), proc, 0.0))  # an h1 cell with no run dir yet: building h1's model
+    assert cd._starting(study, fresh, running) == set()  # the restored cell alone says "built": the old test
+    assert cd._starting(costly, fresh, running) == {"h1"}
+    cd._start_next(costly, fresh, todo, running, 2, lambda f, m: "", [])
+    assert launched == [g2] and todo[0] == c1  # c2_h1 waits; grpo_h2 takes the free slot
+    cache["h1"] = True  # the model is in the cache now (the running cell will log its first step)
+    assert cd._starting(costly, fresh, running) == {"h2"}  # h1 no more; h2: grpo_h2 may be building it
     # without start_group the order is kept as it is
     plain = dataclasses.replace(study, start_group=None)
     launched.clear()
