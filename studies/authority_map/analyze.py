@@ -26,10 +26,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from authority_grids import REFERENCE, TASKS, default_width, methods, slots, widths
+from authority_grids import REFERENCE, TASKS, default_width, methods, slots, twin, widths
 from authority_report import figure, markdown
 from authority_rules import rule_d, rule_d_amended, rule_f, rule_h, rule_s, seed_mean
-from authority_values import DONE, cell_record, warmstart_record
+from authority_values import DONE, cell_record, twin_record, warmstart_record
 
 SEEDS = (0, 1, 2)
 LEARNS = 0.5  # a wider width's warm start learns the task: greedy accuracy >= half the default width's
@@ -148,6 +148,17 @@ def collect(runs: Path, cache: Path | None, committed: Path | None = None) -> di
                      if (_cell_dir(runs, task, m, s, committed) / DONE).is_file()}
             cells[m] = {"slot": slot._asdict(), "phase": slot.phase, "seeds": seeds,
                         "started": _cell_dir(runs, task, m, 0).is_dir()}
+        for m, slot in slots(task).items():  # rule T: a fallback cell not run, where its twin's run is its own
+            t = twin(task, m)
+            for s in SEEDS if t else ():
+                if s in cells[m]["seeds"] or "error" in cells[t]["seeds"].get(s, {"error": "not finished"}):
+                    continue
+                rec = twin_record(_cell_dir(runs, task, t, s, committed), slot)
+                if rec is not None:
+                    cells[m]["seeds"][s] = rec
+                    cells[m].setdefault("twin_seeds", []).append(s)
+            if "twin_seeds" in cells[m]:
+                cells[m]["twin"] = f"{task}/{t}"
         r = {w: (cells[next(m for m in methods(task, width=w) if slots(task)[m].actuator == REFERENCE)]
                  ["seeds"].get(0) or {}).get("R", {"verdict": "not run yet", "holds": None}) for w in widths(task)}
         for m, cell in cells.items():

@@ -86,3 +86,22 @@ def methods(task: str, phase: str | None = None, width: int | None = None) -> tu
 def reference(task: str, width: int) -> str:
     """GRPO's method at a width (rule R's cell)."""
     return next(m for m, s in slots(task).items() if s.width == width and s.actuator == REFERENCE)
+
+
+FALLBACK_FIELDS = ("description", "auto_fallback", "auto_w_max", "auto_bonus_span")  # what a fallback cell adds
+
+
+@functools.cache
+def twin(task: str, method: str) -> str | None:
+    """Rule T (HYPOTHESES.md, the deviation of 2026-11-28 "a fallback cell identical to its twin"): a fallback
+    method's twin, the grid method whose fields are the same but for ``FALLBACK_FIELDS`` and which has no fallback
+    (its phase-A or phase-C cell without the bonus); None for a method without the fallback, or with no such twin."""
+    data = yaml.safe_load(GRIDS[task].read_text())
+    fields = data["methods"]
+    if str(fields[method].get("auto_fallback", "none")) != "bonus":
+        return None
+    def core(m: str) -> dict:
+        return {k: v for k, v in fields[m].items() if k not in FALLBACK_FIELDS}
+    return next((m for m in fields if str(fields[m].get("auto_fallback", "none")) == "none" and core(m) == core(method)),
+                None)
+

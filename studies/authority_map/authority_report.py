@@ -49,6 +49,8 @@ def _cell_row(task: str, m: str, cell: dict[str, Any], h: dict[str, Any] | None)
     bonus = "" if s.fallback != "bonus" else f"{_pct(g('bonus_at_bound_share'))} ({_f(g('bonus_at_bound_steps'), '{:.0f}')})"
     # a running cell is "not run yet" here (the json says "started"): the page is the analysis of the finished cells
     state = cell["state"].removesuffix(" (started)")
+    if cell.get("twin_seeds"):  # rule T: not run; its twin's run (seeds listed)
+        state += f" (rule T: = {cell['twin'].split('/', 1)[1]}, seed {', '.join(map(str, cell['twin_seeds']))})"
     return (f"| {s.width} | {s.actuator} | {s.target or '-'} | {fallback_label(s)} | {s.phase} | {state} | "
             f"{len(seeds)} | {_f(g('entropy_start'))} | {_f(g('target'))} | {_f(g('first_crossing_step'), '{:.0f}')} | "
             f"{_pct(rd.get('step_band'))} | {_pct(rd.get('rolling'))}{never} | {_f(g('noise_pct_of_target'), '{:.1f}')} | "

@@ -99,6 +99,34 @@ def cell_record(run_dir: Path, slot: Slot) -> dict[str, Any]:
         return {"error": f"{type(err).__name__}: {err}"}
 
 
+def twin_record(twin_dir: Path, slot: Slot) -> dict[str, Any] | None:
+    """Rule T: the record of a fallback cell (``slot``: its hand-off bound ``w_max``) read from its twin's finished
+    run (the same cell without the fallback, the same seed), if the twin's demand ``control/auto_strength`` and
+    integral ``control/auto_integral`` stayed below log ``w_max`` on every logged step. Then the bonus's
+    coefficient is 0 on every step, W and M are the twin's, and neither anti-windup clip binds: the fallback cell is
+    its twin step for step (measured: every logged value and eval.json identical in four committed pairs). None where
+    the condition fails or cannot be read."""
+    import math
+
+    if slot.fallback != "bonus" or not slot.w_max:
+        return None
+    run = read_run(twin_dir)
+    if run is None:
+        return None
+    u, integral = _series(run, "control/auto_strength"), _series(run, "control/auto_integral")
+    logged = {step for series in run.series.values() for step, _ in series}  # every step the twin logged
+    bound = math.log(slot.w_max)
+    if not u or len(u) != len(logged) or len(integral) != len(logged) or max(u) >= bound or max(integral) >= bound:
+        return None
+    rec = cell_record(twin_dir, slot._replace(fallback="none", w_max=None, span=None))
+    if "error" in rec:
+        return None
+    return {**rec, "auto_w_max": slot.w_max, "w_at_bound_steps": 0, "w_at_bound_share": 0.0,
+            "auto_bonus_max": rec.get("auto_bonus_max") or DEFAULT_BONUS_MAX, "bonus_at_bound_steps": 0,
+            "bonus_at_bound_share": 0.0, "bonus_acted_steps": 0, "bonus_coef_max": 0.0,
+            "rule_t": {"twin_dir": str(twin_dir), "u_max": max(u), "integral_max": max(integral), "bound": bound}}
+
+
 def _matches(info: dict[str, Any], cfg: dict[str, Any], task: str) -> bool:
     """Whether a cached warm start's warmstart.json records the task, seed and settings of the cell's config."""
     from stare_rl.train.config import (

@@ -16,7 +16,9 @@ rule R holds on it (GRPO's centred 21-step mean batch entropy at or below 0.5x o
 seeds 1 and 2 of the cells rule S selects from seed 0 (a rolling band in [80, 90) %, or a pair's d in [15, 25)
 points), decided once that task's seed-0 cells have finished. R and S are analyze.py's own functions, so the driver
 runs what the analysis reports. A wider width whose warm start did not learn the task (HYPOTHESES.md, "Warm
-starts": its cells are not scored) has its remaining cells skipped once that warm start is known (analyze.py's check).
+starts": its cells are not scored) has its remaining cells skipped once that warm start is known (analyze.py's check),
+and so has a fallback cell identical to its finished twin (rule T, the deviation of 2026-11-28: the analysis reads
+the twin's run for it).
 
 Each cell is one `stare compare --config studies/authority_map/<task>.yaml --out RUN_ROOT/<task> --methods M --seeds S
 --parallel 1` under `nice -n 19` with the frontier's kernel pins (ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2
@@ -40,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # studies/: the shared driver
 sys.path.insert(0, str(HERE))  # this study's modules, as when analyze.py runs as a script
 import cell_driver  # noqa: E402, F401  (the module the blocks are built with: the tests drive it)
-from authority_grids import GRIDS, REFERENCE, TASKS, default_width, methods, reference, slots, widths  # noqa: E402
+from authority_grids import GRIDS, REFERENCE, TASKS, default_width, methods, reference, slots, twin, widths  # noqa: E402
 from cell_driver import DONE, ROOT, Block, Cell, Pick, Study, main, run_dir  # noqa: E402
 
 DOCS = ROOT / "docs" / "results" / "authority_map"
@@ -126,6 +128,34 @@ def unlearned_width(c: Cell, root: Path) -> str | None:
             f"scored (HYPOTHESES.md, \"Warm starts\")")
 
 
+def identical_twin(c: Cell, root: Path) -> str | None:
+    """Rule T (HYPOTHESES.md, the deviation of 2026-11-28 "a fallback cell identical to its twin"): a fallback cell
+    whose twin (the same cell without the fallback, the same seed) has finished with its demand and integral below
+    log of the cell's hand-off bound on every step is its twin step for step, so it is not run; the analysis reads
+    the twin's run for it (authority_values.twin_record, the one test). None otherwise, or while the twin runs."""
+    t = twin(c.part, c.method)
+    if t is None:
+        return None
+    d = _analysis()._cell_dir(root, c.part, t, c.seed, DOCS)
+    if not (d / DONE).is_file():
+        return None
+    # reads metrics (imports stare_rl): only once the twin has finished
+    from authority_values import twin_record
+
+    rec = twin_record(d, slots(c.part)[c.method])
+    if rec is None:
+        return None
+    r = rec["rule_t"]
+    return (f"identical to its twin {t}/seed{c.seed} (rule T, HYPOTHESES.md: the twin's demand and integral stayed "
+            f"below log {slots(c.part)[c.method].w_max:g} = {r['bound']:.3f} on every step, at most "
+            f"{r['u_max']:.3f} and {r['integral_max']:.3f}): the map reads the twin's run for it")
+
+
+def skip_cell(c: Cell, root: Path) -> str | None:
+    """The registered reasons not to run a cell: its width's warm start did not learn the task, or rule T."""
+    return unlearned_width(c, root) or identical_twin(c, root)
+
+
 def warm_start_of(c: Cell) -> tuple[str, int]:
     """The warm start a cell starts from: one per task and width (cells of a new width wait for its first cell)."""
     return c.part, slots(c.part)[c.method].width
@@ -165,7 +195,7 @@ STUDY = Study(
     # README.md "Which setting to start with" and methods.md "A span of its own", re-rendered with each cell
     doc_blocks=("authority-map", "bonus-span"),
     start_group=warm_start_of,
-    skip=unlearned_width,
+    skip=skip_cell,
     start_cost=warm_start_cost,
 )
 

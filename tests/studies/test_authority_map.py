@@ -121,7 +121,7 @@ def test_s_selects_the_80_to_90_window_and_close_pairs() -> None:
 # ------------------------------------------------------------------------------------- fake cells, analysis
 def _cell(root: Path, task: str, method: str, entropy: list[float], seed: int = 0, target: float | None = None,
           fallback: str = "none", w: float = 10.0, lp: float = 0.01, coef: float = 0.0, p1: float = 0.5,
-          done: bool = True, width: int = 64) -> Path:
+          done: bool = True, width: int = 64, u: float | None = None) -> Path:
     d = root / task / "runs" / method / f"seed{seed}"
     d.mkdir(parents=True)
     rows = []
@@ -130,6 +130,8 @@ def _cell(root: Path, task: str, method: str, entropy: list[float], seed: int = 
         if target:
             row.update({"control/target_entropy": target, "control/reweight_w": w, "loss/l_plus_frac": lp,
                         "loss/l_minus_frac": 0.02, "control/entropy_coef": coef})
+        if u is not None:  # the controller's demand and integral (rule T reads them): u, and u / 2
+            row.update({"control/auto_strength": u * min(1.0, (i + 1) / 10), "control/auto_integral": u / 2})
         rows.append(row)
     (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (d / "config.yaml").write_text(yaml.safe_dump({"auto_w_max": 50.0, "auto_bonus_max": 0.1, "seed": seed,
@@ -201,6 +203,77 @@ def test_analysis_on_fake_cells(tmp_path: Path) -> None:
     assert ("- hidden 64, sensitivity 0.7x, fallback none: below the band on average (mean 0.54x the target): out of "
             "authority, W at its bound on 100 % of steps, L+ empty on 100 %.") in md  # LOST: (20 x 0.7 + 79 x 0.3) / 99 / 0.7
     assert "hidden 64, C2 0.7x, fallback none:" not in md  # it holds: no "why"
+
+
+def test_rule_t_reads_a_fallback_cell_from_its_twin_where_the_demand_never_reached_the_hand_off(
+        tmp_path: Path, monkeypatch) -> None:
+    """HYPOTHESES.md, rule T: a fallback cell whose twin (the same fields but the fallback's, the same seed) kept its
+    demand and integral below log of the cell's hand-off bound on every step is read as the twin's run (and the
+    driver does not run it); at or above the bound, or with the twin unfinished, it is a cell like any other."""
+    an, rc = _load("analyze"), _load("run_cells")
+    _cell(tmp_path, "arithmetic", "c2_t07_h64", HELD, target=0.7, u=2.0, p1=0.61)  # below log 50, above log 3
+    _cell(tmp_path, "arithmetic", "c2_t07_h64", HELD, seed=1, target=0.7, u=1.0, p1=0.63)  # below log 3 too
+    _cell(tmp_path, "arithmetic", "sens_t07_h64", LOST, target=0.7, u=math.log(50.0), lp=0.0)  # at W's bound
+    _cell(tmp_path, "arithmetic", "c2_t07_h128", HELD, target=0.7, u=1.0, width=128, done=False)  # running
+    res = an.evaluate(tmp_path, None)
+    cells, r = res["tasks"]["arithmetic"]["cells"], res["rules"]
+    fb = cells["c2_t07_fb_h64"]
+    assert fb["state"] == "finished" and fb["twin"] == "arithmetic/c2_t07_h64" and fb["twin_seeds"] == [0, 1]
+    twin0, rec0 = cells["c2_t07_h64"]["seeds"][0], fb["seeds"][0]
+    assert rec0["pass@1"] == twin0["pass@1"] == pytest.approx(0.61) and rec0["band_fraction"] == twin0["band_fraction"]
+    assert rec0["bonus_acted_steps"] == 0 and rec0["bonus_coef_max"] == 0.0 and rec0["w_at_bound_steps"] == 0
+    assert rec0["rule_t"]["u_max"] == pytest.approx(2.0) and rec0["rule_t"]["bound"] == pytest.approx(math.log(50.0))
+    assert fb["reading"]["n"] == 2 and fb["reading"]["pass@1"] == pytest.approx(0.62)
+    b3 = cells["c2_t07_fb3_h64"]  # W <= 3: seed 0's demand 2.0 passed log 3; seed 1's (1.0) did not
+    assert b3["twin_seeds"] == [1] and b3["state"] == "not run yet" and 0 not in b3["seeds"]
+    assert "twin_seeds" not in cells["sens_t07_fb_h64"] and cells["sens_t07_fb_h64"]["state"] == "not run yet"
+    assert "twin_seeds" not in cells["c2_t07_fb_h128"]  # its twin has not finished
+    f = r["F"]["arithmetic h64 C2 0.7x"]
+    assert f["verdict"] == "costs nothing" and f["d_points"] == 0.0 and f["d_pass@1_points"] == 0.0
+    out = tmp_path / "out"
+    assert an.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    assert "| 64 | C2 | 0.7x | bonus | B | finished (rule T: = c2_t07_h64, seed 0, 1) | 2 |" in (out / "authority_map.md").read_text()
+    # the driver: the same test decides which cells it does not start
+    monkeypatch.setattr(rc, "DOCS", tmp_path / "nothing committed")
+    why = rc.skip_cell(rc.Cell("arithmetic", "c2_t07_fb_h64", 0), tmp_path)
+    assert why == ("identical to its twin c2_t07_h64/seed0 (rule T, HYPOTHESES.md: the twin's demand and integral "
+                   "stayed below log 50 = 3.912 on every step, at most 2.000 and 1.000): the map reads the twin's run "
+                   "for it")
+    assert rc.skip_cell(rc.Cell("arithmetic", "c2_t07_fb3_h64", 0), tmp_path) is None
+    assert rc.skip_cell(rc.Cell("arithmetic", "c2_t07_fb3_h64", 1), tmp_path).startswith("identical to its twin")
+    assert rc.skip_cell(rc.Cell("arithmetic", "sens_t07_fb_h64", 0), tmp_path) is None
+    assert rc.skip_cell(rc.Cell("arithmetic", "c2_t07_fb_h128", 0), tmp_path) is None
+    assert rc.STUDY.skip is rc.skip_cell
+
+
+def test_every_fallback_cell_has_a_twin_and_rule_t_matches_the_committed_runs() -> None:
+    """Each grid's fallback methods have a twin (the same fields but the fallback's); and each committed fallback
+    cell that rule T calls identical to its twin was run and is: every logged value but the timings, and
+    eval.json, equal the twin's (the premise of the deviation, checked on the real runs)."""
+    import gzip
+
+    grids, values = _load("authority_grids"), _load("authority_values")
+    docs = STUDY.parents[1] / "docs" / "results" / "authority_map"
+    checked = 0
+    for task in grids.TASKS:
+        for m, slot in grids.slots(task).items():
+            t = grids.twin(task, m)
+            if slot.fallback == "none":
+                assert t is None
+                continue
+            assert t is not None and grids.slots(task)[t][:4] == slot[:4] and grids.slots(task)[t].fallback == "none"
+            twin_dir, own = docs / task / "runs" / t / "seed0", docs / task / "runs" / m / "seed0"
+            if not (own / "compare_done.json").is_file() or values.twin_record(twin_dir, slot) is None:
+                continue
+            rows = [[{k: v for k, v in json.loads(x).items() if "time" not in k} for x in gzip.open(d / "metrics.jsonl.gz", "rt")
+                     if x.strip()] for d in (twin_dir, own)]
+            # the fallback's own two series: the bonus's coefficient 0 on every step, the actuator 0 or 1 (never 2)
+            extra = [{k: row.pop(k) for k in ("control/entropy_coef", "control/auto_actuator")} for row in rows[1]]
+            assert all(x["control/entropy_coef"] == 0.0 and x["control/auto_actuator"] in (0.0, 1.0) for x in extra)
+            assert rows[0] == rows[1], (task, m)
+            assert json.loads((twin_dir / "eval.json").read_text()) == json.loads((own / "eval.json").read_text())
+            checked += 1
+    assert checked >= 5  # countdown h128 C2 and sensitivity, h256 sensitivity; countdown_cot h64 both
 
 
 def test_why_a_cell_misses_on_hand_made_values() -> None:
@@ -477,7 +550,6 @@ def test_the_cells_of_a_width_whose_warm_start_did_not_learn_are_not_run(monkeyp
     why = rc.unlearned_width(cell("countdown_cot", "sens_t07_fb3_h256", 0), tmp_path)
     assert why == ("the hidden-256 warm start did not learn countdown_cot (greedy accuracy 0.100, 0.20x the default "
                    "width's, below 0.5): its cells are not scored (HYPOTHESES.md, \"Warm starts\")")
-    assert rc.STUDY.skip is rc.unlearned_width
 
 
 def test_a_warm_start_missing_from_the_cache_is_charged_its_committed_build_time(monkeypatch, tmp_path: Path) -> None:
