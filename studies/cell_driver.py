@@ -151,6 +151,9 @@ class Study:
         start_cost: (cell, run root) -> seconds a cell not started yet needs before its own run that the committed
             cells' times do not count (e.g. building its start group's warm start on a machine whose cache lacks
             it); counted once per start group by ``--until`` and ``--status``. None: nothing.
+        waits_for: cell -> the cells whose run decides whether it runs at all (e.g. through ``skip``: its twin,
+            whose finished run may make it redundant); while one of them is running the cell does not start, and the
+            next cell that may start takes the slot. None: no cell waits for another.
     """
 
     tag: str
@@ -168,6 +171,7 @@ class Study:
     start_group: Callable[[Cell], Hashable] | None = None
     skip: Callable[[Cell, Path], str | None] | None = None
     start_cost: Callable[[Cell, Path], float] | None = None
+    waits_for: Callable[[Cell], tuple[Cell, ...]] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted({b.part for b in self.order} - set(self.grids))
@@ -722,21 +726,29 @@ def _trained(d: Path) -> bool:
 
 def _next_startable(study: Study, root: Path, todo: list, running: list,
                     deadline: Deadline | None = None) -> Cell | None:
-    """The head cell, or, while a running cell may be building its model, the first cell up to the next block that
-    starts from another model; None if there is none (the head then waits for a slot or for that first step). With
-    a deadline, only a cell that fits before it (:class:`Deadline`): the first such cell up to the next block."""
+    """The head cell, or, while a running cell may be building its model (or decides whether the head runs at all:
+    ``Study.waits_for``), the first cell up to the next block that may start; None if there is none (the head then
+    waits for a slot, that first step, or that cell's end). With a deadline, only a cell that fits before it
+    (:class:`Deadline`): the first such cell up to the next block."""
     busy = _starting(study, root, running)
     walls = _committed_walls(study) if deadline is not None else {}
+    now_running = {c for c, _, _ in running}
     for x in todo:
         if isinstance(x, Block):
             return None
         if study.start_group is not None and study.start_group(x) in busy:
             continue  # its model is being built: judged against the deadline once it is
+        if study.waits_for is not None and now_running.intersection(study.waits_for(x)):
+            continue  # a running cell decides whether it runs (Study.skip, once that one has finished)
         if deadline is not None and not deadline.fits(study, root, x, walls):
             continue
         if x is not todo[0]:
-            print(f"{time.strftime('%H:%M:%S')} {todo[0].method}/seed{todo[0].seed}{_where(todo[0])} waits: a "
-                  f"running cell has not logged a step of the model it starts from yet", flush=True)
+            head = todo[0]
+            why = ("a running cell has not logged a step of the model it starts from yet"
+                   if study.start_group is not None and study.start_group(head) in busy else
+                   "a running cell decides whether it runs" if study.waits_for is not None
+                   and now_running.intersection(study.waits_for(head)) else "it does not fit before --until")
+            print(f"{time.strftime('%H:%M:%S')} {head.method}/seed{head.seed}{_where(head)} waits: {why}", flush=True)
         return x
     return None
 

@@ -151,6 +151,12 @@ def identical_twin(c: Cell, root: Path) -> str | None:
             f"{r['u_max']:.3f} and {r['integral_max']:.3f}): the map reads the twin's run for it")
 
 
+def twin_cell(c: Cell) -> tuple[Cell, ...]:
+    """The cell whose finished run may make ``c`` redundant (rule T): its twin at the same seed; () without one."""
+    t = twin(c.part, c.method)
+    return () if t is None else (Cell(c.part, t, c.seed),)
+
+
 def skip_cell(c: Cell, root: Path) -> str | None:
     """The registered reasons not to run a cell: its width's warm start did not learn the task, or rule T."""
     return unlearned_width(c, root) or identical_twin(c, root)
@@ -196,6 +202,7 @@ STUDY = Study(
     doc_blocks=("authority-map", "bonus-span"),
     start_group=warm_start_of,
     skip=skip_cell,
+    waits_for=twin_cell,  # rule S's seeds: a fallback cell waits for its running twin, then rule T decides
     start_cost=warm_start_cost,
 )
 

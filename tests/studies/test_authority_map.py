@@ -244,6 +244,9 @@ def test_rule_t_reads_a_fallback_cell_from_its_twin_where_the_demand_never_reach
     assert rc.skip_cell(rc.Cell("arithmetic", "sens_t07_fb_h64", 0), tmp_path) is None
     assert rc.skip_cell(rc.Cell("arithmetic", "c2_t07_fb_h128", 0), tmp_path) is None
     assert rc.STUDY.skip is rc.skip_cell
+    assert rc.STUDY.waits_for is rc.twin_cell  # while the twin runs, the fallback cell waits for rule T's answer
+    assert rc.twin_cell(rc.Cell("arithmetic", "c2_t07_fb3s_h64", 2)) == (rc.Cell("arithmetic", "c2_t07_h64", 2),)
+    assert rc.twin_cell(rc.Cell("arithmetic", "c2_t07_h64", 2)) == ()
 
 
 def test_every_fallback_cell_has_a_twin_and_rule_t_matches_the_committed_runs() -> None:
@@ -422,8 +425,9 @@ def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -
     _cell(root, "arithmetic", "grpo_h64", [1.0 - 0.6 * i / 59 for i in range(60)])  # reaches 0.4x: R holds
     todo, running = [block], []
     cd._start_next(study, root, todo, running, 3, lambda f, m: "", [])
-    assert [c.method for c, _, _ in running] == ["c2_t05_h64", "sens_t05_h64", "c2_t05_fb_h64"]
-    assert [c.method for c in todo] == ["sens_t05_fb_h64"]
+    # three slots, but each fallback cell waits for its running twin (rule T decides once the twin has finished)
+    assert [c.method for c, _, _ in running] == ["c2_t05_h64", "sens_t05_h64"]
+    assert [c.method for c in todo] == ["c2_t05_fb_h64", "sens_t05_fb_h64"]
     assert "c2_t05_h64/seed0: fresh (rule R holds" in cd.dry_run(study, root)
 
 

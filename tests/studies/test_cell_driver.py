@@ -517,6 +517,23 @@ def test_until_starts_only_the_cells_that_fit_before_it(cd, study, tmp_path: Pat
     assert "none of the 4 cells left fits before it" in capsys.readouterr().out
 
 
+def test_a_cell_waits_while_a_cell_that_decides_whether_it_runs_is_running(cd, study, tmp_path: Path, monkeypatch,
+                                                                           capsys) -> None:
+    """``Study.waits_for`` (the map's rule T: a fallback cell and its twin): while the twin runs, the cell does not
+    start and the next cell takes the slot; once the twin has ended, the cell is judged (and ``skip`` may spare it)."""
+    root = tmp_path / "runs"
+    a0, b0, a1, b1, bb0 = study.cells()  # a: grpo and stare per seed; bb: grpo
+    waiting = dataclasses.replace(study, waits_for=lambda c: (cd.Cell(c.part, "grpo", c.seed),) if c.method == "stare" else ())
+    proc = type("P", (), {"pid": 999, "poll": lambda self: None})()
+    running = [(a0, proc, 0.0)]
+    assert cd._next_startable(waiting, root, [b0, a1, b1], running) is a1  # stare/seed0 waits for grpo/seed0
+    assert "stare/seed0 (a) waits: a running cell decides whether it runs" in capsys.readouterr().out
+    assert cd._next_startable(study, root, [b0, a1, b1], running) is b0  # without waits_for: the order
+    assert cd._next_startable(waiting, root, [b0, a1, b1], []) is b0  # grpo/seed0 has ended: b0 is judged now
+    assert cd._next_startable(waiting, root, [b0, bb0], running) is bb0
+    assert cd._next_startable(waiting, root, [b0, cd.Block("bb", (0,), ("grpo",)), bb0], running) is None  # a block ends it
+
+
 def test_a_start_cost_counts_once_per_start_group(cd, study, tmp_path: Path, monkeypatch) -> None:
     """``Study.start_cost`` (e.g. a warm start the machine's cache lacks): added to a not-started cell's estimate
     (so --until holds back a cell that would also build its model), counted once per start group by --status's
