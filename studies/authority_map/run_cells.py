@@ -49,9 +49,13 @@ DOCS = ROOT / "docs" / "results" / "authority_map"
 
 
 def _finished(root: Path, c: Cell) -> Path | None:
-    """The finished cell's directory: the run root's, else its committed copy; None while unfinished."""
-    return next((d for d in (run_dir(root, c), DOCS / c.part / "runs" / c.method / f"seed{c.seed}")
-                 if (d / DONE).is_file()), None)
+    """The finished cell's directory: the run root's, else its committed copy, else (rule T) its twin's where the
+    cell is not run for being identical to it; None while unfinished."""
+    d = next((d for d in (run_dir(root, c), DOCS / c.part / "runs" / c.method / f"seed{c.seed}")
+              if (d / DONE).is_file()), None)
+    if d is None and twin(c.part, c.method) is not None and not run_dir(root, c).exists() and identical_twin(c, root):
+        return _finished(root, twin_cell(c)[0])
+    return d
 
 
 def phase_c(task: str, width: int):

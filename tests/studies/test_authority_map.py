@@ -244,6 +244,9 @@ def test_rule_t_reads_a_fallback_cell_from_its_twin_where_the_demand_never_reach
     assert rc.skip_cell(rc.Cell("arithmetic", "sens_t07_fb_h64", 0), tmp_path) is None
     assert rc.skip_cell(rc.Cell("arithmetic", "c2_t07_fb_h128", 0), tmp_path) is None
     assert rc.STUDY.skip is rc.skip_cell
+    # the blocks' rules (phase C's R, rule S) count such a cell as finished: its twin's run
+    assert rc._finished(tmp_path, rc.Cell("arithmetic", "c2_t07_fb_h64", 0)) == tmp_path / "arithmetic" / "runs" / "c2_t07_h64" / "seed0"
+    assert rc._finished(tmp_path, rc.Cell("arithmetic", "sens_t07_fb_h64", 0)) is None
     assert rc.STUDY.waits_for is rc.twin_cell  # while the twin runs, the fallback cell waits for rule T's answer
     assert rc.twin_cell(rc.Cell("arithmetic", "c2_t07_fb3s_h64", 2)) == (rc.Cell("arithmetic", "c2_t07_h64", 2),)
     assert rc.twin_cell(rc.Cell("arithmetic", "c2_t07_h64", 2)) == ()
