@@ -1073,8 +1073,10 @@ def render_authority_map() -> str:
                     cost.append("-")
                     continue
                 band = _span([100 * t["cells"][f["with"].split("/", 1)[1]]["reading"]["rolling"] for f in pairs])
+                twins = sum(bool(t["cells"][f["with"].split("/", 1)[1]].get("twin_seeds")) for f in pairs)
                 held.append(f"held {sum(bool(f['with_fallback_holds']) for f in pairs)} of {len(pairs)} ({band} %), "
-                            f"rescued {sum(f['verdict'] == 'rescues' for f in pairs)}")
+                            f"rescued {sum(f['verdict'] == 'rescues' for f in pairs)}"
+                            + (f"; {twins} by rule T" if twins else ""))
                 cost.append(f"{_span([f['d_pass@1_points'] for f in pairs], '{:+.1f}')} / "
                             f"{_span([f['d_pass@k_points'] for f in pairs], '{:+.1f}')} vs alone")
             row = f"| `{task}` ({widths}), {target} | "
@@ -1087,7 +1089,9 @@ def render_authority_map() -> str:
              "the first crossing (rule H; in brackets, that share's range over the cells); \"rescued\": of the pairs "
              "where the selection alone does not hold, those where the fallback holds or adds "
              f"≥ {r.RESCUE_POINTS:.0f} points of that share (rule F, "
-             "[HYPOTHESES.md](studies/authority_map/HYPOTHESES.md#rules)):", "", head, *held_rows, "",
+             "[HYPOTHESES.md](studies/authority_map/HYPOTHESES.md#rules)); \"by rule T\": fallback cells not run, "
+             "being their twin without the fallback step for step (its demand never reached the hand-off bound):",
+             "", head, *held_rows, "",
              "pass@1 / pass@8 change in points (the selection alone against GRPO at the same width; with the "
              "fallback, against the selection alone):", "", head, *cost_rows, ""]
     both = []  # the cost of the second actuator: against the selection alone where both hold their target

@@ -188,6 +188,9 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     cells["sens_fb3_h64"]["seeds"]["0"]["bonus_acted_steps"] = 4
     assert ("the fallback's pass@1 / pass@8 change against the selection alone: bonus, W ≤ 3: 1 pair (the bonus acted "
             "in 1), -4.0 / +2.0.") in doc_numbers.render_authority_map()
+    cells["sens_fb_h64"]["twin_seeds"] = [0]  # rule T: the fallback cell read from its twin's run
+    held = [line for line in doc_numbers.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
+    assert "| held 0 of 1 (70.0 %), rescued 1; 1 by rule T |" in held
     del amap["rules"]["F3s"]["t h64 sensitivity 0.7x"]  # a fallback with no pair measured at a task: not run yet
     held = [line for line in doc_numbers.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
     assert held.endswith("| held 1 of 1 (96.0 %), rescued 1 | not run yet |")
