@@ -104,8 +104,8 @@ def twin_record(twin_dir: Path, slot: Slot) -> dict[str, Any] | None:
     run (the same cell without the fallback, the same seed), if the twin's demand ``control/auto_strength`` and
     integral ``control/auto_integral`` stayed below log ``w_max`` on every logged step. Then the bonus's
     coefficient is 0 on every step, W and M are the twin's, and neither anti-windup clip binds: the fallback cell is
-    its twin step for step (measured: every logged value and eval.json identical in four committed pairs). None where
-    the condition fails or cannot be read."""
+    its twin step for step (measured: every logged value and eval.json identical in the five committed cells of this
+    kind; tests/studies/test_authority_map.py). None where the condition fails or cannot be read."""
     import math
 
     if slot.fallback != "bonus" or not slot.w_max:
@@ -124,7 +124,7 @@ def twin_record(twin_dir: Path, slot: Slot) -> dict[str, Any] | None:
     return {**rec, "auto_w_max": slot.w_max, "w_at_bound_steps": 0, "w_at_bound_share": 0.0,
             "auto_bonus_max": rec.get("auto_bonus_max") or DEFAULT_BONUS_MAX, "bonus_at_bound_steps": 0,
             "bonus_at_bound_share": 0.0, "bonus_acted_steps": 0, "bonus_coef_max": 0.0,
-            "rule_t": {"twin_dir": str(twin_dir), "u_max": max(u), "integral_max": max(integral), "bound": bound}}
+            "rule_t": {"u_max": max(u), "integral_max": max(integral), "bound": bound}}
 
 
 def _matches(info: dict[str, Any], cfg: dict[str, Any], task: str) -> bool:
