@@ -736,6 +736,8 @@ def _next_startable(study: Study, root: Path, todo: list, running: list,
     for x in todo:
         if isinstance(x, Block):
             return None
+        if study.skip is not None and not run_dir(root, x).exists() and study.skip(x, root):
+            return x  # it will not run (the caller says why): no slot, no model, no deadline to fit
         if study.start_group is not None and study.start_group(x) in busy:
             continue  # its model is being built: judged against the deadline once it is
         if study.waits_for is not None and now_running.intersection(study.waits_for(x)):

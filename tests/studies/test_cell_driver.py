@@ -531,6 +531,12 @@ def test_a_cell_waits_while_a_cell_that_decides_whether_it_runs_is_running(cd, s
     assert cd._next_startable(study, root, [b0, a1, b1], running) is b0  # without waits_for: the order
     assert cd._next_startable(waiting, root, [b0, a1, b1], []) is b0  # grpo/seed0 has ended: b0 is judged now
     assert cd._next_startable(waiting, root, [b0, bb0], running) is bb0
+    # a cell the study will skip is handed back at once (its reason is said where it is dropped): it needs no slot
+    # time, so neither a running cell nor a deadline holds it back (2026-11-28: "waits: it does not fit before --until")
+    skipping = dataclasses.replace(waiting, skip=lambda c, r: "redundant" if c.method == "stare" else None)
+    assert cd._next_startable(skipping, root, [b0, a1], running, cd.Deadline(cd.time.time() + 1)) is b0
+    cd._start_next(skipping, root, [b0], running, 2, lambda f, m: "", [], cd.Deadline(cd.time.time() + 1))
+    assert "skip stare/seed0 (a): redundant" in capsys.readouterr().out
     assert cd._next_startable(waiting, root, [b0, cd.Block("bb", (0,), ("grpo",)), bb0], running) is None  # a block ends it
 
 
