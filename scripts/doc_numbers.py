@@ -1040,11 +1040,11 @@ def _span(values: list[float], fmt: str = "{:.1f}") -> str:
 
 
 def render_authority_map() -> str:
-    """README "Which setting to start with": what the authority map (studies/authority_map, issue #46) supports so
+    """docs/controller.md "The authority map": what the authority map (studies/authority_map, issue #46) supports so
     far, from ``docs/results/authority_map/authority_map.json``. Two tables, a row per task and target: which cells
     hold their target (rule H for the selection alone; rules F, F3 and F3s for each fallback's pairs) with the range
-    of their rolling band, and what each costs in pass@1 / pass@8; then rule D's reading and, while it reads none,
-    where to turn the fallback on by hand."""
+    of their rolling band, and what each costs in pass@1 / pass@8; then rule D's reading (where to turn the fallback
+    on by hand while it reads none: the README's ``authority-map-readme``)."""
     a = _load("authority_map/authority_map.json")
     rules = a["rules"]
     settings = (("F", "+ bonus, W ≤ 50"), ("F3", "+ bonus, W ≤ 3"), ("F3s", "+ bonus, W ≤ 3, span log 50"))
@@ -1084,12 +1084,12 @@ def render_authority_map() -> str:
             cost_rows.append(row + " | ".join(cost) + " |")
     r = _authority_rules()
     lines = [f"The authority map so far (issue #46, pre-registered; seed 0, {a['n_seed0_finished']} of "
-             f"{a['n_seed0_cells']} cells; [its table](docs/results/authority_map/authority_map.md)). \"Held k of n\": of n "
+             f"{a['n_seed0_cells']} cells; [its table](results/authority_map/authority_map.md)). \"Held k of n\": of n "
              f"finished cells (with a fallback: pairs), k kept the 21-step mean of the batch entropy within ±10 % of the target on ≥ {100 * r.HOLD:.0f} % of steps after "
              "the first crossing (rule H; in brackets, that share's range over the cells); \"rescued\": of the pairs "
              "where the selection alone does not hold, those where the fallback holds or adds "
              f"≥ {r.RESCUE_POINTS:.0f} points of that share (rule F, "
-             "[HYPOTHESES.md](studies/authority_map/HYPOTHESES.md#rules)); \"by rule T\": fallback cells not run, "
+             "[HYPOTHESES.md](../studies/authority_map/HYPOTHESES.md#rules)); \"by rule T\": fallback cells not run, "
              "being their twin without the fallback step for step (its demand never reached the hand-off bound):",
              "", head, *held_rows, "",
              "pass@1 / pass@8 change in points (the selection alone against GRPO at the same width; with the "
@@ -1120,15 +1120,71 @@ def render_authority_map() -> str:
                  + " (`bonus` needs ≥ 3 misses, ≥ 2/3 rescued, no cost)"
                  + ("; provisional: the library's default stays `none` until the map is complete." if a["provisional"]
                     else "."))
-    if a["verdict"] == "none":  # HYPOTHESES.md, rule D amended: then the README says where to turn it on, and with which bound
-        lines.append("")
-        lines.append("Where to turn it on by hand (`auto_fallback: bonus`), the pairs each bound rescued"
-                     f"{' so far' if a['provisional'] else ''}:")
-        lines += [f"- with `auto_w_max` {w}: {_pair_list(rules[rule]['rescued'])}"
-                  + (f" (and where the selection held, it lost the band in {_pair_list(rules[rule]['costs'])})"
-                     if rules[rule]["costs"] else "") + "."
-                  for w, rule in (("3 and `auto_bonus_span` log 50", "D3s"), ("3", "D3"), ("50", "D"))
-                  if rules[rule]["pairs_measured"]]
+    return "\n".join(lines)
+
+
+def render_authority_map_readme() -> str:
+    """README "Which setting to start with": the authority map (studies/authority_map, issue #46) in a few lines,
+    from ``docs/results/authority_map/authority_map.json``: per target, how many cells the selection alone held
+    (rule H) by task; per fallback bound, what rule D counts (misses rescued with their pass@1 change, holds lost);
+    rule D's reading and, while it reads none, where to turn the fallback on (the tasks where a bound rescued every
+    miss, then the pairs each bound rescued). The tables behind it are
+    docs/controller.md's ``authority-map`` block."""
+    a = _load("authority_map/authority_map.json")
+    rules, r = a["rules"], _authority_rules()
+    alone: dict[str, dict[str, list[bool]]] = {}  # target -> task -> rule H per finished selection-alone cell
+    for task, t in a["tasks"].items():
+        for name, c in t["cells"].items():
+            s = c["slot"]
+            if c["state"] == "finished" and c["scored"] and s["actuator"] != "grpo" and s["fallback"] == "none":
+                alone.setdefault(s["target"], {}).setdefault(task, []).append(
+                    rules["H"][f"{task}/{name}"]["verdict"] == "holds")
+    lines = [f"**Where the autopilot holds its target**: the authority map (issue #46, pre-registered: the tiny model "
+             f"on 3 tasks at 3 widths; seed 0, {a['n_seed0_finished']} of {a['n_seed0_cells']} cells"
+             f"{' so far' if rules['D_amended']['provisional'] else ''}). A cell holds when the 21-step mean of the "
+             f"batch entropy is within ±10 % of the target on ≥ {100 * r.HOLD:.0f} % of steps after the first "
+             "crossing (rule H).", ""]
+    for target in sorted(alone, reverse=True):
+        by = alone[target]
+        n = sum(len(v) for v in by.values())
+        lines.append(f"- At {target} of the start, the selection alone (`weight_control=\"auto\"`, C2 or "
+                     f"`stare_sensitivity`) held {sum(sum(v) for v in by.values())} of {n} cells: "
+                     + ", ".join(f"`{task}` {sum(v)} of {len(v)}" for task, v in by.items()) + ".")
+    bounds = (("D", "F", "W ≤ 50"), ("D3", "F3", "W ≤ 3"), ("D3s", "F3s", "W ≤ 3 and span log 50"))
+    parts = []
+    for d_rule, f_rule, name in bounds:
+        d = rules[d_rule]
+        if not d["pairs_measured"]:
+            continue
+        drop = [rules[f_rule][k]["d_pass@1_points"] for k in d["rescued"]]
+        parts.append(f"  - {name}: rescued {len(d['rescued'])} of the {len(d['misses'])} cells the selection missed"
+                     + (f" (pass@1 {_span(drop, '{:+.1f}')} points on those)" if drop else "")
+                     + f", lost the band in {len(d['costs'])} of the {len(d['selection_holds'])} the selection held "
+                     f"({d['pairs_measured']} of {d['pairs_planned']} pairs measured);")
+    if parts:
+        parts[-1] = parts[-1].removesuffix(";") + "."
+        lines += ["- The second actuator (`auto_fallback=\"bonus\"`) against the selection alone, by hand-off bound:",
+                  *parts]
+    v = rules["D_amended"]
+    if v["verdict"] == "none":
+        whole = []  # per task with a miss: the bounds that rescued every one of its misses
+        for task in a["tasks"]:
+            names = [f"{name} ({len(m)} of {len(m)})" for d_rule, _, name in bounds
+                     if rules[d_rule]["pairs_measured"]
+                     and (m := [k for k in rules[d_rule]["misses"] if k.split()[0] == task])
+                     and all(k in rules[d_rule]["rescued"] for k in m)]
+            if names:
+                whole.append(f"every miss of `{task}` with " + ", and with ".join(names))
+        lines.append(f"- So `auto_fallback` is off by default (rule D{' so far' if v['provisional'] else ''}: none). "
+                     "Turn it on by hand where W sits at its bound"
+                     + (f"; it rescued {'; '.join(whole)}" if whole else "")
+                     + f". The cells each bound rescued{' so far' if v['provisional'] else ''}:")
+        lines += _hand_on_lines(rules)
+    else:
+        lines.append(f"- So `auto_fallback` defaults to `{v['verdict']}` with the hand-off at W {v['hand_off_w']:g}"
+                     + (f" and the bonus's span {v['bonus_span']}" if v.get("bonus_span") else "") + " (rule D).")
+    lines += ["", "Each cell, the tables by task and bound with their pass@1 and pass@8 cost, and why each miss misses: "
+              "[docs/controller.md](docs/controller.md#the-authority-map-issue-46)."]
     return "\n".join(lines)
 
 
@@ -1179,6 +1235,17 @@ def _authority_rules():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _hand_on_lines(rules: dict) -> list[str]:
+    """While rule D reads none (HYPOTHESES.md, rule D amended: the README says where to turn the fallback on, and
+    with which bound): per bound with a pair measured, the pairs it rescued, and where the selection held, those it
+    lost the band in."""
+    return [f"  - with `auto_w_max` {w}: {_pair_list(rules[rule]['rescued'])}"
+            + (f" (and where the selection held, it lost the band in {_pair_list(rules[rule]['costs'])})"
+               if rules[rule]["costs"] else "") + "."
+            for w, rule in (("3 and `auto_bonus_span` log 50", "D3s"), ("3", "D3"), ("50", "D"))
+            if rules[rule]["pairs_measured"]]
 
 
 def _pair_list(keys: list[str]) -> str:
@@ -1450,7 +1517,8 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {  # name -> (page, renderer)
     "auto-fallback": ("docs/methods.md", render_auto_fallback),
     "fallback-handoff": ("docs/methods.md", render_fallback_handoff),
     "bonus-span": ("docs/methods.md", render_bonus_span),
-    "authority-map": ("README.md", render_authority_map),
+    "authority-map": ("docs/controller.md", render_authority_map),
+    "authority-map-readme": ("README.md", render_authority_map_readme),
     "gpu-step": ("docs/benchmarks.md", render_gpu_step),
     "gpu-losses": ("docs/benchmarks.md", render_gpu_losses_table),
     "gpu-rerun": ("docs/benchmarks.md", render_gpu_rerun),

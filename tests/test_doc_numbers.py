@@ -131,8 +131,9 @@ def _map_cell(task: str, actuator: str, width: int, fallback: str = "none", roll
             "seeds": {"0": {"pass@1": p1, "pass@k": pk}}}
 
 
-def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
-    """A hand-made map: two selection-alone cells (one holds), one pair with the fallback, GRPO at the width."""
+def _hand_map() -> tuple[dict, dict]:
+    """A hand-made map: two selection-alone cells at 0.7x (C2 holds, sensitivity misses), the sensitivity cell's
+    pair with each fallback bound (each rescues), GRPO at the width. Returns (map, its cells)."""
     cells = {"grpo_h64": _map_cell("t", "grpo", 64, p1=0.60, pk=0.80),
              "c2_h64": _map_cell("t", "C2", 64, rolling=0.95, p1=0.55, pk=0.90),
              "sens_h64": _map_cell("t", "sensitivity", 64, rolling=0.40, p1=0.58, pk=0.82),
@@ -161,6 +162,12 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
                               "rescued": ["t h64 sensitivity 0.7x"], "misses": ["t h64 sensitivity 0.7x"],
                               "costs": [], "selection_holds": []},
                       "D_amended": {"verdict": "none", "hand_off_w": None, "bonus_span": None, "provisional": True}}}
+    return amap, cells
+
+
+def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
+    """A hand-made map: two selection-alone cells (one holds), one pair with the fallback, GRPO at the width."""
+    amap, cells = _hand_map()
     monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
     text = doc_numbers.render_authority_map()
     assert "seed 0, 4 of 9 cells" in text
@@ -178,11 +185,7 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     assert "with W ≤ 3 (phase B3), on 1 of 2 pairs, it rescues 1 of 1 and costs 0 of 0" in text
     assert ("with W ≤ 3 and the bonus's span log 50 (phase B3s), on 1 of 2 pairs, it rescues 1 of 1 and costs 0 of 0 "
             "(`bonus` needs") in text
-    # D reads none: where to turn it on by hand, per bound (HYPOTHESES.md, rule D amended)
-    assert ("Where to turn it on by hand (`auto_fallback: bonus`), the pairs each bound rescued so far:\n"
-            "- with `auto_w_max` 3 and `auto_bonus_span` log 50: `t` at 0.7x (hidden 64 sensitivity).\n"
-            "- with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity).\n"
-            "- with `auto_w_max` 50: `t` at 0.7x (hidden 64 sensitivity).") in text
+    assert "with `auto_w_max`" not in text  # where to turn it on by hand: the README's summary (the next test)
     # the issue's cost of the second actuator where both hold: per bound, its pairs, whether the bonus acted
     amap["rules"]["F3"]["t h64 sensitivity 0.7x"].update(selection_alone_holds=True, rescue=False)
     cells["sens_fb3_h64"]["seeds"]["0"]["bonus_acted_steps"] = 4
@@ -194,15 +197,53 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     del amap["rules"]["F3s"]["t h64 sensitivity 0.7x"]  # a fallback with no pair measured at a task: not run yet
     held = [line for line in doc_numbers.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
     assert held.endswith("| held 1 of 1 (96.0 %), rescued 1 | not run yet |")
-    amap["rules"]["D3s"]["pairs_measured"] = 0  # a bound with no pair measured yet is not listed
-    assert "with `auto_w_max` 3 and `auto_bonus_span` log 50" not in doc_numbers.render_authority_map()
-    amap["rules"]["D3"]["costs"] = ["t h128 C2 0.7x", "t h64 C2 0.7x"]
-    assert ("with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity) (and where the selection held, it lost the band "
-            "in `t` at 0.7x (hidden 64 C2, hidden 128 C2))") in doc_numbers.render_authority_map()
     amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3.0, "bonus_span": "log 50", "provisional": False}
     text = doc_numbers.render_authority_map()
-    assert "Where to turn it on" not in text
     assert "\nRule D (`auto_fallback`'s default): **bonus** with the hand-off at W 3 and the bonus's span log 50." in text
+
+
+def test_the_readmes_authority_summary_counts_rule_h_and_d(monkeypatch) -> None:
+    """The README's few lines on the map: rule H per task at each target, each bound's rescues (with their pass@1
+    change) and lost holds as rule D counts them, then rule D's reading; a bound that rescued every miss of a task is
+    named while D reads none, and the pairs each bound rescued (HYPOTHESES.md: then the README says where to turn it
+    on, and with which bound)."""
+    amap, cells = _hand_map()
+    monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
+    text = doc_numbers.render_authority_map_readme()
+    assert "seed 0, 4 of 9 cells so far" in text and "≥ 90 % of steps after the first crossing" in text
+    assert ("- At 0.7x of the start, the selection alone (`weight_control=\"auto\"`, C2 or `stare_sensitivity`) held "
+            "1 of 2 cells: `t` 1 of 2.") in text
+    assert ("  - W ≤ 50: rescued 1 of the 1 cells the selection missed (pass@1 -8.0 points on those), lost the band "
+            "in 0 of the 0 the selection held (1 of 2 pairs measured);\n"
+            "  - W ≤ 3: rescued 1 of the 1 cells the selection missed (pass@1 -4.0 points on those)") in text
+    assert "(pass@1 -2.0 points on those), lost the band in 0 of the 0 the selection held (1 of 2 pairs measured).\n" in text
+    assert ("- So `auto_fallback` is off by default (rule D so far: none). Turn it on by hand where W sits at its "
+            "bound; it rescued every miss of `t` with W ≤ 50 (1 of 1), and with W ≤ 3 (1 of 1), and with W ≤ 3 and "
+            "span log 50 (1 of 1). The cells each bound rescued so far:\n"
+            "  - with `auto_w_max` 3 and `auto_bonus_span` log 50: `t` at 0.7x (hidden 64 sensitivity).\n"
+            "  - with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity).\n"
+            "  - with `auto_w_max` 50: `t` at 0.7x (hidden 64 sensitivity).\n") in text  # HYPOTHESES.md, rule D amended
+    assert "docs/controller.md#the-authority-map-issue-46" in text
+    amap["rules"]["D3"]["costs"] = ["t h128 C2 0.7x", "t h64 C2 0.7x"]  # holds it lost, per pair
+    assert ("  - with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity) (and where the selection held, it lost the "
+            "band in `t` at 0.7x (hidden 64 C2, hidden 128 C2)).") in doc_numbers.render_authority_map_readme()
+    amap["rules"]["D3"]["costs"] = []
+    amap["rules"]["D3"]["rescued"] = []  # W <= 3 rescued nothing: not named; no pass@1 clause for it
+    text = doc_numbers.render_authority_map_readme()
+    assert "  - W ≤ 3: rescued 0 of the 1 cells the selection missed, lost the band" in text
+    assert "every miss of `t` with W ≤ 50 (1 of 1), and with W ≤ 3 and span log 50 (1 of 1)." in text
+    amap["rules"]["D3s"]["pairs_measured"] = 0  # a bound with no pair measured is left out
+    text = doc_numbers.render_authority_map_readme()
+    assert "W ≤ 3 and span log 50" not in text and "`auto_bonus_span`" not in text
+    cells["sens_h64"]["slot"] = dict(cells["sens_h64"]["slot"], target="0.5x")  # a second target: its own line
+    amap["rules"]["H"]["t/sens_h64"] = {"verdict": "holds"}
+    text = doc_numbers.render_authority_map_readme()
+    assert text.index("- At 0.7x of the start") < text.index("- At 0.5x of the start")
+    assert "- At 0.5x of the start, the selection alone (`weight_control=\"auto\"`, C2 or `stare_sensitivity`) held 1 of 1 cells" in text
+    amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3.0, "bonus_span": "log 50", "provisional": False}
+    text = doc_numbers.render_authority_map_readme()
+    assert "so far" not in text and "Turn it on by hand" not in text
+    assert "- So `auto_fallback` defaults to `bonus` with the hand-off at W 3 and the bonus's span log 50 (rule D)." in text
 
 
 def test_bonus_span_block_sets_each_b3_cell_beside_its_b3s_twin(monkeypatch) -> None:

@@ -203,7 +203,7 @@ STUDY = Study(
     run_root=Path("/work/runs/authority_map"),
     cells_noun="cells planned so far",
     # README.md "Which setting to start with" and methods.md "A span of its own", re-rendered with each cell
-    doc_blocks=("authority-map", "bonus-span"),
+    doc_blocks=("authority-map", "authority-map-readme", "bonus-span"),
     start_group=warm_start_of,
     skip=skip_cell,
     waits_for=twin_cell,  # rule S's seeds: a fallback cell waits for its running twin, then rule T decides

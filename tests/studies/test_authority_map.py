@@ -588,15 +588,16 @@ def test_a_warm_start_missing_from_the_cache_is_charged_its_committed_build_time
 
 def test_the_blocks_rendered_from_the_map_are_re_rendered_with_each_cell() -> None:
     """Every numbers block that reads authority_map.json is in the driver's doc_blocks (else a cell's commit would
-    leave it stale): the README's map and methods.md's B3 / B3s pairs."""
+    leave it stale): the README's summary, controller.md's tables and methods.md's B3 / B3s pairs."""
     rc = _load("run_cells")
     pages = rc.cell_driver.block_pages(rc.STUDY.doc_blocks)
     assert {n: p.relative_to(rc.cell_driver.ROOT).as_posix() for n, p in pages.items()} == {
-        "authority-map": "README.md", "bonus-span": "docs/methods.md"}
+        "authority-map": "docs/controller.md", "authority-map-readme": "README.md", "bonus-span": "docs/methods.md"}
     source = (rc.cell_driver.ROOT / "scripts" / "doc_numbers.py").read_text()
-    readers = {name for name in ("render_authority_map", "render_bonus_span", "render_fallback_handoff")
-               if '_load("authority_map/authority_map.json")' in source.split(f"def {name}(")[1].split("\ndef ")[0]}
-    assert readers == {"render_authority_map", "render_bonus_span"}
+    readers = {body.split("(", 1)[0] for body in source.split("\ndef ")[1:]  # every block renderer that reads the map
+               if body.startswith("render_") and '_load("authority_map/authority_map.json")' in body}
+    rendered = {source.split(f'"{name}": (', 1)[1].split(")", 1)[0].split(", ")[1] for name in pages}
+    assert readers == rendered == {"render_authority_map", "render_authority_map_readme", "render_bonus_span"}
 
 
 def test_an_overshoot_is_read_from_the_first_crossing_on(tmp_path: Path) -> None:
