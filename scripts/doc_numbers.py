@@ -1083,8 +1083,7 @@ def render_authority_map() -> str:
             held_rows.append(row + " | ".join(held) + " |")
             cost_rows.append(row + " | ".join(cost) + " |")
     r = _authority_rules()
-    lines = [f"The authority map so far (issue #46, pre-registered; seed 0, {a['n_seed0_finished']} of "
-             f"{a['n_seed0_cells']} cells; [its table](results/authority_map/authority_map.md)). \"Held k of n\": of n "
+    lines = [f"The authority map so far (issue #46, pre-registered; {_map_progress(a)}; [its table](results/authority_map/authority_map.md)). \"Held k of n\": of n "
              f"finished cells (with a fallback: pairs), k kept the 21-step mean of the batch entropy within ±10 % of the target on ≥ {100 * r.HOLD:.0f} % of steps after "
              "the first crossing (rule H; in brackets, that share's range over the cells); \"rescued\": of the pairs "
              "where the selection alone does not hold, those where the fallback holds or adds "
@@ -1140,8 +1139,8 @@ def render_authority_map_readme() -> str:
                 alone.setdefault(s["target"], {}).setdefault(task, []).append(
                     rules["H"][f"{task}/{name}"]["verdict"] == "holds")
     lines = [f"**Where the autopilot holds its target**: the authority map (issue #46, pre-registered: the tiny model "
-             f"on 3 tasks at 3 widths; seed 0, {a['n_seed0_finished']} of {a['n_seed0_cells']} cells"
-             f"{' so far' if rules['D_amended']['provisional'] else ''}). A cell holds when the 21-step mean of the "
+             f"on 3 tasks at 3 widths; {'so far ' if rules['D_amended']['provisional'] else ''}{_map_progress(a)}). "
+             "A cell holds when the 21-step mean of the "
              f"batch entropy is within ±10 % of the target on ≥ {100 * r.HOLD:.0f} % of steps after the first "
              "crossing (rule H).", ""]
     for target in sorted(alone, reverse=True):
@@ -1224,6 +1223,21 @@ def render_bonus_span() -> str:
                       f"% of steps) in {held['B3']} with W ≤ 3 alone and in {held['B3s']} with the span (in both: "
                       f"{held['both']}); the span "
                       f"lowered the step entropy's peak in {lower}."])
+
+
+def _map_progress(a: dict) -> str:
+    """How far the authority map is: its seed-0 cells, then rule S's extra seeds (1 and 2 for each close cell) once
+    any cell is close: those run or read by rule T from the twin's run."""
+    text = f"seed 0, {a['n_seed0_finished']} of {a['n_seed0_cells']} cells"
+    close = [(task, name) for task, names in a["rules"].get("S", {}).items() for name in names]
+    if close:
+        done = sum(len({*c["reading"]["seeds"], *c.get("twin_seeds", [])} - {0}) if c["reading"] else 0
+                   for c in (a["tasks"][task]["cells"][name] for task, name in close))
+        r = _authority_rules()
+        text += (f"; rule S adds seeds 1 and 2 to the {len(close)} close cells (a band in [{100 * r.CLOSE[0]:.0f}, "
+                 f"{100 * r.CLOSE[1]:.0f}) % or a pair's gain in [{r.CLOSE_D[0]:.0f}, {r.CLOSE_D[1]:.0f}) points), "
+                 f"{done} of {2 * len(close)} finished; a value is the mean over a cell's finished seeds")
+    return text
 
 
 def _authority_rules():

@@ -210,7 +210,7 @@ def test_the_readmes_authority_summary_counts_rule_h_and_d(monkeypatch) -> None:
     amap, cells = _hand_map()
     monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
     text = doc_numbers.render_authority_map_readme()
-    assert "seed 0, 4 of 9 cells so far" in text and "≥ 90 % of steps after the first crossing" in text
+    assert "so far seed 0, 4 of 9 cells)" in text and "≥ 90 % of steps after the first crossing" in text
     assert ("- At 0.7x of the start, the selection alone (`weight_control=\"auto\"`, C2 or `stare_sensitivity`) held "
             "1 of 2 cells: `t` 1 of 2.") in text
     assert ("  - W ≤ 50: rescued 1 of the 1 cells the selection missed (pass@1 -8.0 points on those), lost the band "
@@ -223,7 +223,15 @@ def test_the_readmes_authority_summary_counts_rule_h_and_d(monkeypatch) -> None:
             "  - with `auto_w_max` 3 and `auto_bonus_span` log 50: `t` at 0.7x (hidden 64 sensitivity).\n"
             "  - with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity).\n"
             "  - with `auto_w_max` 50: `t` at 0.7x (hidden 64 sensitivity).\n") in text  # HYPOTHESES.md, rule D amended
-    assert "docs/controller.md#the-authority-map-issue-46" in text
+    assert "docs/controller.md#the-authority-map-issue-46" in text and "rule S" not in text
+    # rule S: seeds 1 and 2 for each close cell; a seed read from the twin's run (rule T) counts as finished
+    amap["rules"]["S"] = {"t": {"sens_h64": ["rolling band 85.0 % in [80, 90)"], "sens_fb_h64": ["..."]}}
+    cells["sens_h64"]["reading"]["seeds"] = [0, 1]
+    cells["sens_fb_h64"]["reading"]["seeds"] = [0]
+    cells["sens_fb_h64"]["twin_seeds"] = [1, 2]
+    assert ("; rule S adds seeds 1 and 2 to the 2 close cells (a band in [80, 90) % or a pair's gain in [15, 25) "
+            "points), 3 of 4 finished; a value is the mean over a cell's finished seeds)") in doc_numbers.render_authority_map_readme()
+    del amap["rules"]["S"], cells["sens_fb_h64"]["twin_seeds"]
     amap["rules"]["D3"]["costs"] = ["t h128 C2 0.7x", "t h64 C2 0.7x"]  # holds it lost, per pair
     assert ("  - with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity) (and where the selection held, it lost the "
             "band in `t` at 0.7x (hidden 64 C2, hidden 128 C2)).") in doc_numbers.render_authority_map_readme()
