@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from pathlib import Path
 
 import pytest
 
@@ -131,6 +132,9 @@ def test_one_warning_when_w_stays_at_its_bound(caplog):
     assert len(warnings) == 1 and "auto_w_max=50.0" in warnings[0].getMessage()
     assert "stare_sensitivity" in warnings[0].getMessage()
     assert "auto_fallback 'bonus'" in warnings[0].getMessage() and "low auto_w_max" in warnings[0].getMessage()
+    page, section = "docs/controller.md", "## The authority map"  # the warning's pointer to the map exists
+    assert f"{page}, '{section[3:]}'" in warnings[0].getMessage()
+    assert section in (Path(__file__).resolve().parents[3] / page).read_text()
     quiet = AutoWeightController(TARGET)  # W reaches its bound but the entropy keeps crossing back: no warning
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="stare_rl.methods.stare.auto"):

@@ -262,7 +262,8 @@ class AutoWeightController:
                 "With method 'stare', the top-surprisal L+/L- are mostly tokens whose up-weighting lowers the entropy "
                 "once it is low; method 'stare_sensitivity' selects only tokens predicted to raise it (docs/methods.md, "
                 "'weight_control: auto', when W saturates), or auto_fallback 'bonus' hands the rest of the demand to an "
-                "entropy bonus (with a low auto_w_max, e.g. 3, it takes over sooner: docs/results/fallback_handoff)",
+                "entropy bonus (with a low auto_w_max, e.g. 3, it takes over sooner). Where each bound held the target "
+                "across tasks and widths, and its pass@1 cost: docs/controller.md, 'The authority map'",
                 cfg.auto_w_max, self._pinned, obs.step, h, self.target_entropy)
 
     # ----- outputs -----
