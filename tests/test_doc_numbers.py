@@ -23,6 +23,9 @@ _spec = importlib.util.spec_from_file_location("doc_numbers", ROOT / "scripts" /
 assert _spec is not None and _spec.loader is not None
 doc_numbers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(doc_numbers)
+# its renderers, one module per study or page (doc_numbers.py put scripts/ on sys.path)
+authority_docs, common_docs, real_lm_docs, robustness_docs = (
+    importlib.import_module(f"doc_render.{name}") for name in ("authority_map", "common", "real_lm", "robustness"))
 
 
 @pytest.mark.parametrize("name", sorted(doc_numbers.BLOCKS))
@@ -50,10 +53,10 @@ def test_every_block_in_the_docs_is_known() -> None:
 
 def test_the_spread_is_over_seeds_not_repeats() -> None:
     """The kernel settings of the robustness runs are repeats of a seed: the ± is over the seeds, n = 3."""
-    runs = doc_numbers._robustness_runs("warmstart_robustness")
-    final = doc_numbers.per_seed(runs, lambda r: r["final"]["avg@8"])
+    runs = robustness_docs._robustness_runs("warmstart_robustness")
+    final = common_docs.per_seed(runs, lambda r: r["final"]["avg@8"])
     assert len(runs) > len(final) == 3
-    text = doc_numbers.render_robustness()
+    text = robustness_docs.render_robustness()
     assert f"{statistics.mean(final.values()):.3f} ± {statistics.stdev(final.values()):.3f}" in text
     assert "n = 3 seeds" in text
 
@@ -61,10 +64,10 @@ def test_the_spread_is_over_seeds_not_repeats() -> None:
 @pytest.mark.parametrize("folder", ["warmstart_robustness", "warmstart_robustness/sft1600"])
 def test_robustness_summary_is_over_seeds(folder: str) -> None:
     """``summary.json`` (written by scripts/warmstart_robustness.py) states its spread over the seeds."""
-    summary = json.loads((doc_numbers.RESULTS / folder / "summary.json").read_text())
-    runs = doc_numbers._robustness_runs(folder)
+    summary = json.loads((common_docs.RESULTS / folder / "summary.json").read_text())
+    runs = robustness_docs._robustness_runs(folder)
     for key, get in (("final_avg@8", lambda r: r["final"]["avg@8"]), ("start_avg@8", lambda r: r["start"]["avg@8"])):
-        seeds = list(doc_numbers.per_seed(runs, get).values())
+        seeds = list(common_docs.per_seed(runs, get).values())
         assert summary["seeds"] == len(seeds) and summary["runs"] == len(runs)
         assert summary[key]["std"] == round(statistics.stdev(seeds), 4)
         assert summary[key]["mean"] == round(statistics.mean(seeds), 4)
@@ -86,7 +89,7 @@ def test_robustness_table_is_rebuilt_from_its_runs(tmp_path: Path) -> None:
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    folder = doc_numbers.RESULTS / "warmstart_robustness"
+    folder = common_docs.RESULTS / "warmstart_robustness"
     (tmp_path / "runs").mkdir()
     for run in (folder / "runs").glob("*.json"):
         (tmp_path / "runs" / run.name).write_text(run.read_text())
@@ -113,7 +116,7 @@ def test_real_lm_analysis_numbers_are_in_its_artifacts() -> None:
 def test_entrocraft_nsr_rows_are_what_its_script_prints() -> None:
     """docs/results/entrocraft_nsr/README.md's table rows are what ``summarise.py`` there prints from the two
     committed metrics files (the grid cell and the fixed resume)."""
-    folder = doc_numbers.RESULTS / "entrocraft_nsr"
+    folder = common_docs.RESULTS / "entrocraft_nsr"
     proc = subprocess.run([sys.executable, "summarise.py", "advantage_sign_cell/metrics.jsonl.gz", "metrics.jsonl.gz"],
                           cwd=folder, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -168,8 +171,8 @@ def _hand_map() -> tuple[dict, dict]:
 def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     """A hand-made map: two selection-alone cells (one holds), one pair with the fallback, GRPO at the width."""
     amap, cells = _hand_map()
-    monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
-    text = doc_numbers.render_authority_map()
+    monkeypatch.setattr(authority_docs, "load_json", lambda rel: amap)
+    text = authority_docs.render_authority_map()
     assert "seed 0, 4 of 9 cells" in text
     assert "≥ 90 % of steps after the first crossing" in text and "adds ≥ 20 points" in text  # the registered rules'
     held, cost = [line for line in text.splitlines() if line.startswith("| `t` (64), 0.7x | ")]
@@ -190,15 +193,15 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     amap["rules"]["F3"]["t h64 sensitivity 0.7x"].update(selection_alone_holds=True, rescue=False)
     cells["sens_fb3_h64"]["seeds"]["0"]["bonus_acted_steps"] = 4
     assert ("the fallback's pass@1 / pass@8 change against the selection alone: bonus, W ≤ 3: 1 pair (the bonus acted "
-            "in 1), -4.0 / +2.0.") in doc_numbers.render_authority_map()
+            "in 1), -4.0 / +2.0.") in authority_docs.render_authority_map()
     cells["sens_fb_h64"]["twin_seeds"] = [0]  # rule T: the fallback cell read from its twin's run
-    held = [line for line in doc_numbers.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
+    held = [line for line in authority_docs.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
     assert "| held 0 of 1 (70.0 %), rescued 1; 1 by rule T |" in held
     del amap["rules"]["F3s"]["t h64 sensitivity 0.7x"]  # a fallback with no pair measured at a task: not run yet
-    held = [line for line in doc_numbers.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
+    held = [line for line in authority_docs.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
     assert held.endswith("| held 1 of 1 (96.0 %), rescued 1 | not run yet |")
     amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3.0, "bonus_span": "log 50", "provisional": False}
-    text = doc_numbers.render_authority_map()
+    text = authority_docs.render_authority_map()
     assert "\nRule D (`auto_fallback`'s default): **bonus** with the hand-off at W 3 and the bonus's span log 50." in text
 
 
@@ -208,8 +211,8 @@ def test_the_readmes_authority_summary_counts_rule_h_and_d(monkeypatch) -> None:
     named while D reads none, and the pairs each bound rescued (HYPOTHESES.md: then the README says where to turn it
     on, and with which bound)."""
     amap, cells = _hand_map()
-    monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
-    text = doc_numbers.render_authority_map_readme()
+    monkeypatch.setattr(authority_docs, "load_json", lambda rel: amap)
+    text = authority_docs.render_authority_map_readme()
     assert "so far seed 0, 4 of 9 cells)" in text and "≥ 90 % of steps after the first crossing" in text
     assert ("- At 0.7x of the start, the selection alone (`weight_control=\"auto\"`, C2 or `stare_sensitivity`) held "
             "1 of 2 cells: `t` 1 of 2.") in text
@@ -230,26 +233,26 @@ def test_the_readmes_authority_summary_counts_rule_h_and_d(monkeypatch) -> None:
     cells["sens_fb_h64"]["reading"]["seeds"] = [0]
     cells["sens_fb_h64"]["twin_seeds"] = [1, 2]
     assert ("; rule S adds seeds 1 and 2 to the 2 close cells (a band in [80, 90) % or a pair's gain in [15, 25) "
-            "points), 3 of 4 finished; a value is the mean over a cell's finished seeds)") in doc_numbers.render_authority_map_readme()
+            "points), 3 of 4 finished; a value is the mean over a cell's finished seeds)") in authority_docs.render_authority_map_readme()
     del amap["rules"]["S"], cells["sens_fb_h64"]["twin_seeds"]
     amap["rules"]["D3"]["costs"] = ["t h128 C2 0.7x", "t h64 C2 0.7x"]  # holds it lost, per pair
     assert ("  - with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity) (and where the selection held, it lost the "
-            "band in `t` at 0.7x (hidden 64 C2, hidden 128 C2)).") in doc_numbers.render_authority_map_readme()
+            "band in `t` at 0.7x (hidden 64 C2, hidden 128 C2)).") in authority_docs.render_authority_map_readme()
     amap["rules"]["D3"]["costs"] = []
     amap["rules"]["D3"]["rescued"] = []  # W <= 3 rescued nothing: not named; no pass@1 clause for it
-    text = doc_numbers.render_authority_map_readme()
+    text = authority_docs.render_authority_map_readme()
     assert "  - W ≤ 3: rescued 0 of the 1 cells the selection missed, lost the band" in text
     assert "every miss of `t` with W ≤ 50 (1 of 1), and with W ≤ 3 and span log 50 (1 of 1)." in text
     amap["rules"]["D3s"]["pairs_measured"] = 0  # a bound with no pair measured is left out
-    text = doc_numbers.render_authority_map_readme()
+    text = authority_docs.render_authority_map_readme()
     assert "W ≤ 3 and span log 50" not in text and "`auto_bonus_span`" not in text
     cells["sens_h64"]["slot"] = dict(cells["sens_h64"]["slot"], target="0.5x")  # a second target: its own line
     amap["rules"]["H"]["t/sens_h64"] = {"verdict": "holds"}
-    text = doc_numbers.render_authority_map_readme()
+    text = authority_docs.render_authority_map_readme()
     assert text.index("- At 0.7x of the start") < text.index("- At 0.5x of the start")
     assert "- At 0.5x of the start, the selection alone (`weight_control=\"auto\"`, C2 or `stare_sensitivity`) held 1 of 1 cells" in text
     amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3.0, "bonus_span": "log 50", "provisional": False}
-    text = doc_numbers.render_authority_map_readme()
+    text = authority_docs.render_authority_map_readme()
     assert "so far" not in text and "Turn it on by hand" not in text
     assert "- So `auto_fallback` defaults to `bonus` with the hand-off at W 3 and the bonus's span log 50 (rule D)." in text
 
@@ -270,8 +273,8 @@ def test_bonus_span_block_sets_each_b3_cell_beside_its_b3s_twin(monkeypatch) -> 
            "t h256 C2 0.7x": {"verdict": "not run yet"}}
     amap = {"tasks": {"t": {"cells": cells}}, "rules": {"F3s": f3s, "H": {"t/c2_fb3_h128": {"verdict": "holds"},
                                                                          "t/c2_fb3_h64": {"verdict": "does not hold"}}}}
-    monkeypatch.setattr(doc_numbers, "_load", lambda rel: amap)
-    assert doc_numbers.render_bonus_span().splitlines() == [
+    monkeypatch.setattr(authority_docs, "load_json", lambda rel: amap)
+    assert authority_docs.render_bonus_span().splitlines() == [
         "- `t h64 C2 0.7x`: W ≤ 3 70.0 % (peak 2.50x, largest c 0.90, pass@1 0.400, n 2); with the span 93.0 % "
         "(peak 1.55x, largest c 0.40, pass@1 0.450, n 2).",
         "- `t h128 C2 0.7x`: W ≤ 3 95.0 % (peak 1.20x, largest c 1.00, pass@1 0.700, n 1); with the span 80.0 % "
@@ -280,7 +283,7 @@ def test_bonus_span_block_sets_each_b3_cell_beside_its_b3s_twin(monkeypatch) -> 
         "Of these 2 pairs, the 21-step mean held the band (≥ 90 % of steps) in 1 with W ≤ 3 alone and in 1 with the "
         "span (in both: 0); the span lowered the step entropy's peak in 1."]
     amap["rules"]["F3s"] = {"t h64 C2 0.7x": {"verdict": "not run yet"}}
-    assert doc_numbers.render_bonus_span() == "No pair of phase B3s has been measured yet."
+    assert authority_docs.render_bonus_span() == "No pair of phase B3s has been measured yet."
 
 
 def test_real_lm_readme_block_states_the_registered_numbers(monkeypatch) -> None:
@@ -299,8 +302,8 @@ def test_real_lm_readme_block_states_the_registered_numbers(monkeypatch) -> None
                                           "verdict": "not separated"},
                                    "R3": pair, "R5": {"verdict": "not separated"},
                                    "R4": {"pass@k": pair, "pass@1": {**pair, "verdict": "holds"}}}}}
-    monkeypatch.setattr(doc_numbers, "_load", lambda rel: r)
-    text = doc_numbers.render_real_lm_readme()
+    monkeypatch.setattr(real_lm_docs, "load_json", lambda rel: r)
+    text = real_lm_docs.render_real_lm_readme()
     assert "2 seeds" in text and "10 of 18 cells" in text
     assert "acted on only 6 to 22 of the 100 steps" in text and "At 0.7x they acted on 43 to 89" in text
     assert "STARE C2 `auto` holds (final batch entropy 0.96, 1.06 of it)" in text
@@ -316,7 +319,7 @@ def test_fallback_handoff_block_counts_the_wait_after_the_first_crossing(monkeyp
     import yaml
 
     summary = {}
-    for label, rel in doc_numbers.HANDOFF_RUNS.items():
+    for label, rel in authority_docs.HANDOFF_RUNS.items():
         d = tmp_path / rel
         d.mkdir(parents=True)
         w_max = 3.0 if label.endswith("_w3") else 50.0
@@ -332,9 +335,10 @@ def test_fallback_handoff_block_counts_the_wait_after_the_first_crossing(monkeyp
                           "noise_pct_of_target": 4.0}
     (tmp_path / "fallback_handoff").mkdir(exist_ok=True)
     (tmp_path / "fallback_handoff" / "summary.json").write_text(json.dumps(summary))
-    monkeypatch.setattr(doc_numbers, "RESULTS", tmp_path)
-    lines = doc_numbers.render_fallback_handoff().splitlines()
-    assert len(lines) == len(doc_numbers.HANDOFF_PAIRS)
+    monkeypatch.setattr(common_docs, "RESULTS", tmp_path)  # read by load_json and load_metrics
+    monkeypatch.setattr(authority_docs, "RESULTS", tmp_path)
+    lines = authority_docs.render_fallback_handoff().splitlines()
+    assert len(lines) == len(authority_docs.HANDOFF_PAIRS)
     assert lines[0].startswith("- **hidden 128, `stare_sensitivity`** (the selection alone, W ≤ 50: 10.0 %, pass@1 0.700)")
     assert "W ≤ 50: the 21-step mean in the band on 50.0 % of steps, the bonus first acted 60 steps after" in lines[0]
     assert ("W ≤ 3: the 21-step mean in the band on 95.0 % of steps, the bonus first acted 5 steps after the first "

@@ -593,10 +593,16 @@ def test_the_blocks_rendered_from_the_map_are_re_rendered_with_each_cell() -> No
     pages = rc.cell_driver.block_pages(rc.STUDY.doc_blocks)
     assert {n: p.relative_to(rc.cell_driver.ROOT).as_posix() for n, p in pages.items()} == {
         "authority-map": "docs/controller.md", "authority-map-readme": "README.md", "bonus-span": "docs/methods.md"}
-    source = (rc.cell_driver.ROOT / "scripts" / "doc_numbers.py").read_text()
-    readers = {body.split("(", 1)[0] for body in source.split("\ndef ")[1:]  # every block renderer that reads the map
-               if body.startswith("render_") and '_load("authority_map/authority_map.json")' in body}
-    rendered = {source.split(f'"{name}": (', 1)[1].split(")", 1)[0].split(", ")[1] for name in pages}
+    import inspect
+
+    spec = importlib.util.spec_from_file_location("doc_numbers", rc.cell_driver.DOC_NUMBERS)
+    doc_numbers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc_numbers)
+    readers = {name for m in doc_numbers.MODULES  # every block renderer, in any module, that reads the map
+               for name, f in inspect.getmembers(m, inspect.isfunction)
+               if name.startswith("render_") and f.__module__ == m.__name__
+               and 'load_json("authority_map/authority_map.json")' in inspect.getsource(f)}
+    rendered = {doc_numbers.BLOCKS[name][1].__name__ for name in pages}
     assert readers == rendered == {"render_authority_map", "render_authority_map_readme", "render_bonus_span"}
 
 
