@@ -16,7 +16,7 @@ if [ "${1:-}" = "--fast" ]; then
   shift
   marker=(-m "not slow and not verl_e2e")
 fi
-python3 -m ruff check src tests benchmarks examples studies || exit 1
+python3 -m ruff check src tests benchmarks examples studies scripts || exit 1
 # The import contract (pyproject.toml [tool.importlinter]): the layers, and no import cycles.
 lint_imports="$(python3 -c 'import os, sys; print(os.path.join(os.path.dirname(sys.executable), "lint-imports"))')"
 "$lint_imports" --no-cache >/dev/null || { "$lint_imports" --no-cache; exit 1; }
