@@ -201,11 +201,14 @@ def render_authority_map_readme() -> str:
         drop = [rules[f_rule][k]["d_pass@1_points"] for k in d["rescued"]]
         parts.append(f"  - {name}: rescued {len(d['rescued'])} of the {len(d['misses'])} cells the selection missed"
                      + (f" (pass@1 {span_text(drop, '{:+.1f}')} points on those)" if drop else "")
-                     + f", lost the band in {len(d['costs'])} of the {len(d['selection_holds'])} the selection held "
+                     + f", cost in {len(d['costs'])} of the {len(d['selection_holds'])} the selection held "
                      f"({d['pairs_measured']} of {d['pairs_planned']} pairs measured);")
     if parts:
         parts[-1] = parts[-1].removesuffix(";") + "."
-        lines += ["- The second actuator (`auto_fallback=\"bonus\"`) against the selection alone, by hand-off bound:",
+        lines += ["- The second actuator (`auto_fallback=\"bonus\"`) against the selection alone, by hand-off bound "
+                  f"(rule F: it rescues a miss where it holds the cell or adds ≥ {r.RESCUE_POINTS:.0f} points of the "
+                  f"band; it costs where the selection held if the band falls by more than {r.COST_BAND_POINTS:.0f} "
+                  f"points or pass@1 by more than {r.COST_PASS1_POINTS:.0f}):",
                   *parts]
     v = rules["D_amended"]
     if v["verdict"] == "none":
@@ -297,9 +300,9 @@ def _authority_rules():
 def _hand_on_lines(rules: dict) -> list[str]:
     """While rule D reads none (HYPOTHESES.md, rule D amended: the README says where to turn the fallback on, and
     with which bound): per bound with a pair measured, the pairs it rescued, and where the selection held, those it
-    lost the band in."""
+    cost in (rule F)."""
     return [f"  - with `auto_w_max` {w}: {_pair_list(rules[rule]['rescued'])}"
-            + (f" (and where the selection held, it lost the band in {_pair_list(rules[rule]['costs'])})"
+            + (f" (and where the selection held, it cost in {_pair_list(rules[rule]['costs'])})"
                if rules[rule]["costs"] else "") + "."
             for w, rule in (("3 and `auto_bonus_span` log 50", "D3s"), ("3", "D3"), ("50", "D"))
             if rules[rule]["pairs_measured"]]
