@@ -216,9 +216,9 @@ def test_the_readmes_authority_summary_counts_rule_h_and_d(monkeypatch) -> None:
     assert "so far seed 0, 4 of 9 cells)" in text and "≥ 90 % of steps after the first crossing" in text
     assert ("- At 0.7x of the start, the selection alone (`weight_control=\"auto\"`, C2 or `stare_sensitivity`) held "
             "1 of 2 cells: `t` 1 of 2.") in text
-    assert ("  - W ≤ 50: rescued 1 of the 1 cells the selection missed (pass@1 -8.0 points on those), cost in 0 "
+    assert ("  - W ≤ 50: rescued 1 of the 1 cell the selection missed (pass@1 -8.0 points on those), cost in 0 "
             "of the 0 the selection held (1 of 2 pairs measured);\n"
-            "  - W ≤ 3: rescued 1 of the 1 cells the selection missed (pass@1 -4.0 points on those)") in text
+            "  - W ≤ 3: rescued 1 of the 1 cell the selection missed (pass@1 -4.0 points on those)") in text
     assert "(pass@1 -2.0 points on those), cost in 0 of the 0 the selection held (1 of 2 pairs measured).\n" in text
     assert ("- So `auto_fallback` is off by default (rule D so far: none). Turn it on by hand where W sits at its "
             "bound; it rescued every miss of `t` with W ≤ 50 (1 of 1), and with W ≤ 3 (1 of 1), and with W ≤ 3 and "
@@ -243,7 +243,7 @@ def test_the_readmes_authority_summary_counts_rule_h_and_d(monkeypatch) -> None:
     amap["rules"]["D3"]["costs"] = []
     amap["rules"]["D3"]["rescued"] = []  # W <= 3 rescued nothing: not named; no pass@1 clause for it
     text = authority_docs.render_authority_map_readme()
-    assert "  - W ≤ 3: rescued 0 of the 1 cells the selection missed, cost in" in text
+    assert "  - W ≤ 3: rescued 0 of the 1 cell the selection missed, cost in" in text
     assert "every miss of `t` with W ≤ 50 (1 of 1), and with W ≤ 3 and span log 50 (1 of 1)." in text
     amap["rules"]["D3s"]["pairs_measured"] = 0  # a bound with no pair measured is left out
     text = authority_docs.render_authority_map_readme()
@@ -252,7 +252,7 @@ def test_the_readmes_authority_summary_counts_rule_h_and_d(monkeypatch) -> None:
     amap["rules"]["H"]["t/sens_h64"] = {"verdict": "holds"}
     text = authority_docs.render_authority_map_readme()
     assert text.index("- At 0.7x of the start") < text.index("- At 0.5x of the start")
-    assert "- At 0.5x of the start, the selection alone (`weight_control=\"auto\"`, C2 or `stare_sensitivity`) held 1 of 1 cells" in text
+    assert "- At 0.5x of the start, the selection alone (`weight_control=\"auto\"`, C2 or `stare_sensitivity`) held 1 of 1 cell:" in text
     amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3.0, "bonus_span": "log 50", "provisional": False}
     text = authority_docs.render_authority_map_readme()
     assert "so far" not in text and "Turn it on by hand" not in text

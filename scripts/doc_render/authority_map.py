@@ -190,7 +190,7 @@ def render_authority_map_readme() -> str:
         by = alone[target]
         n = sum(len(v) for v in by.values())
         lines.append(f"- At {target} of the start, the selection alone (`weight_control=\"auto\"`, C2 or "
-                     f"`stare_sensitivity`) held {sum(sum(v) for v in by.values())} of {n} cells: "
+                     f"`stare_sensitivity`) held {sum(sum(v) for v in by.values())} of {n} cell{'s' * (n != 1)}: "
                      + ", ".join(f"`{task}` {sum(v)} of {len(v)}" for task, v in by.items()) + ".")
     bounds = (("D", "F", "W ≤ 50"), ("D3", "F3", "W ≤ 3"), ("D3s", "F3s", "W ≤ 3 and span log 50"))
     parts = []
@@ -199,7 +199,8 @@ def render_authority_map_readme() -> str:
         if not d["pairs_measured"]:
             continue
         drop = [rules[f_rule][k]["d_pass@1_points"] for k in d["rescued"]]
-        parts.append(f"  - {name}: rescued {len(d['rescued'])} of the {len(d['misses'])} cells the selection missed"
+        parts.append(f"  - {name}: rescued {len(d['rescued'])} of the {len(d['misses'])} cell{'s' * (len(d['misses']) != 1)} the "
+                     "selection missed"
                      + (f" (pass@1 {span_text(drop, '{:+.1f}')} points on those)" if drop else "")
                      + f", cost in {len(d['costs'])} of the {len(d['selection_holds'])} the selection held "
                      f"({d['pairs_measured']} of {d['pairs_planned']} pairs measured);")
