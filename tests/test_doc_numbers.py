@@ -197,9 +197,16 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     cells["sens_fb_h64"]["twin_seeds"] = [0]  # rule T: the fallback cell read from its twin's run
     held = [line for line in authority_docs.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
     assert "| held 0 of 1 (70.0 %), rescued 1; 1 by rule T |" in held
-    del amap["rules"]["F3s"]["t h64 sensitivity 0.7x"]  # a fallback with no pair measured at a task: not run yet
+    amap["rules"]["F3s"]["t h64 sensitivity 0.7x"] = {"verdict": "not run yet"}  # planned, no pair measured yet
     held = [line for line in authority_docs.render_authority_map().splitlines() if line.startswith("| `t` (64)")][0]
     assert held.endswith("| held 1 of 1 (96.0 %), rescued 1 | not run yet |")
+    # a target the phase does not run at (B3 and B3s: 0.7x only): not in the map, not "not run yet"
+    cells["sens_h64"]["slot"] = dict(cells["sens_h64"]["slot"], target="0.5x")
+    amap["rules"]["F"]["t h64 sensitivity 0.5x"] = amap["rules"]["F"].pop("t h64 sensitivity 0.7x")
+    held = [line for line in authority_docs.render_authority_map().splitlines() if line.startswith("| `t` (64), 0.5x")][0]
+    assert held.endswith("| rescued 1 | not in the map | not in the map |"), held
+    cells["sens_h64"]["slot"] = dict(cells["sens_h64"]["slot"], target="0.7x")
+    amap["rules"]["F"]["t h64 sensitivity 0.7x"] = amap["rules"]["F"].pop("t h64 sensitivity 0.5x")
     amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3.0, "bonus_span": "log 50", "provisional": False}
     text = authority_docs.render_authority_map()
     assert "\nRule D (`auto_fallback`'s default): **bonus** with the hand-off at W 3 and the bonus's span log 50." in text

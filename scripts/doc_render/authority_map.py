@@ -109,10 +109,11 @@ def render_authority_map() -> str:
             cost = [f"{span_text(vs['pass@1'], '{:+.1f}')} / {span_text(vs['pass@k'], '{:+.1f}')} vs GRPO" if vs["pass@1"]
                     else "-"]
             for rule, _ in settings:
-                pairs = [f for k, f in rules.get(rule, {}).items()
-                         if k.startswith(f"{task} ") and k.endswith(f" {target}") and "rescue" in f]
-                if not pairs:
-                    held.append("not run yet")
+                planned = [f for k, f in rules.get(rule, {}).items()
+                           if k.startswith(f"{task} ") and k.endswith(f" {target}")]
+                pairs = [f for f in planned if "rescue" in f]
+                if not pairs:  # phases B3 and B3s run at 0.7x only
+                    held.append("not run yet" if planned else "not in the map")
                     cost.append("-")
                     continue
                 band = span_text([100 * t["cells"][f["with"].split("/", 1)[1]]["reading"]["rolling"] for f in pairs])
