@@ -204,7 +204,7 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     cells["sens_h64"]["slot"] = dict(cells["sens_h64"]["slot"], target="0.5x")
     amap["rules"]["F"]["t h64 sensitivity 0.5x"] = amap["rules"]["F"].pop("t h64 sensitivity 0.7x")
     held = [line for line in authority_docs.render_authority_map().splitlines() if line.startswith("| `t` (64), 0.5x")][0]
-    assert held.endswith("| rescued 1 | not in the map | not in the map |"), held
+    assert held.endswith("rescued 1; 1 by rule T | not in the map | not in the map |"), held
     cells["sens_h64"]["slot"] = dict(cells["sens_h64"]["slot"], target="0.7x")
     amap["rules"]["F"]["t h64 sensitivity 0.7x"] = amap["rules"]["F"].pop("t h64 sensitivity 0.5x")
     amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3.0, "bonus_span": "log 50", "provisional": False}

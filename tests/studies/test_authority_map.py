@@ -4,6 +4,7 @@ driver's conditional blocks: phase C is queued only once the width's GRPO cell f
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -374,8 +375,6 @@ def test_s_on_fake_cells_and_the_warm_start_check(tmp_path: Path) -> None:
 
 
 def test_a_warm_start_found_in_the_cache_by_its_settings(tmp_path: Path) -> None:
-    import dataclasses
-
     from stare_rl.train.config import WarmStartArgs
 
     an = _load("analyze")
@@ -412,6 +411,7 @@ def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -
     block = next(b for b in study.order if b.when is not None and b.part == "arithmetic" and "c2_t05_h64" in b.methods)
     root = tmp_path / "runs"
     monkeypatch.setattr(rc, "DOCS", tmp_path / "docs")  # not the committed cells of the running study
+    study = dataclasses.replace(study, docs=rc.DOCS)  # nor their committed markers (Study.committed reads docs)
     assert block.when(root, None).methods is None  # GRPO not finished: decided later
     monkeypatch.setattr(cd, "launch", lambda s, r, c: type("P", (), {"pid": 1})())
     grpo = cd.Cell("arithmetic", "grpo_h64", 0)
