@@ -154,6 +154,9 @@ class Study:
         waits_for: cell -> the cells whose run decides whether it runs at all (e.g. through ``skip``: its twin,
             whose finished run may make it redundant); while one of them is running the cell does not start, and the
             next cell that may start takes the slot. None: no cell waits for another.
+        outlook: run root -> lines that ``--status`` prints last: what the blocks not decided yet would pick on the
+            cells finished so far, and what that would cost (an outlook for planning, never a decision: a block
+            decides only when the driver reaches it). None: nothing.
     """
 
     tag: str
@@ -172,6 +175,7 @@ class Study:
     skip: Callable[[Cell, Path], str | None] | None = None
     start_cost: Callable[[Cell, Path], float] | None = None
     waits_for: Callable[[Cell], tuple[Cell, ...]] | None = None
+    outlook: Callable[[Path], str] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted({b.part for b in self.order} - set(self.grids))
@@ -591,7 +595,7 @@ def _max_steps(d: Path) -> int | None:
 def status(study: Study, root: Path, procs: list[Foreign] | None = None) -> str:
     """One line per cell: committed / finished (wall s) / running or interrupted (steps logged, last checkpoint,
     mean step_time of the logged steps; the pid of the stare compare running it) / not started; then the time
-    left (:func:`_time_left`)."""
+    left (:func:`_time_left`) and, while a block is not decided yet, the study's ``outlook``."""
     procs = foreign_runs(exclude=set()) if procs is None else procs
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, run root {root}, load average {load} "
@@ -617,6 +621,8 @@ def status(study: Study, root: Path, procs: list[Foreign] | None = None) -> str:
         else:
             lines.append(f"{head}: not started{note}")
     lines.append(_time_left(study, root, listing, study.parallel))
+    if study.outlook is not None and any(UNDECIDED in note for c, note in listing if c is None):
+        lines.append(study.outlook(root))
     return "\n".join(lines)
 
 

@@ -92,6 +92,25 @@ def seeds_s(task: str):
     return when
 
 
+def s_outlook(root: Path) -> str:
+    """``--status``, while rule S's blocks are not decided: the cells rule S would select on the seed-0 cells
+    finished so far (the analysis's own reading), and their runs of seeds 1-2 not finished yet, at the wall of each
+    cell's seed-0 run. An outlook for planning: S decides once all of a task's seed-0 cells have finished."""
+    picks = _analysis().evaluate(root, _cache(), DOCS)["rules"]["S"]
+    runs, seconds = 0, 0.0
+    for task, names in picks.items():
+        for m in names:
+            d = _finished(root, Cell(task, m, 0))
+            wall = json.loads((d / DONE).read_text())["wall_s"] if d is not None else 0.0
+            left = [s for s in (1, 2) if _finished(root, Cell(task, m, s)) is None]
+            runs, seconds = runs + len(left), seconds + wall * len(left)
+    per_task = ", ".join(f"{task} {len(names)}" for task, names in picks.items())
+    hours = seconds / 3600
+    return (f"rule S's outlook (on the seed-0 cells finished so far; S decides once a task's are all finished): it "
+            f"would select {per_task} cells; {runs} runs of seeds 1-2 not finished, about {hours:.1f} h of cell time "
+            f"at their seed-0 walls ({hours / 2:.1f} h at --parallel 2; less where rule T reads a twin)")
+
+
 def _analysis():
     """analyze.py (rule S as the analysis applies it), loaded by path: another study's ``analyze`` may be imported."""
     name = "authority_map_analyze"
@@ -208,6 +227,7 @@ STUDY = Study(
     skip=skip_cell,
     waits_for=twin_cell,  # rule S's seeds: a fallback cell waits for its running twin, then rule T decides
     start_cost=warm_start_cost,
+    outlook=s_outlook,
 )
 
 if __name__ == "__main__":

@@ -482,6 +482,12 @@ def test_the_driver_adds_seeds_1_2_where_rule_s_selects(tmp_path: Path, monkeypa
     assert pick.methods == ("sens_t07_h128", "sens_t07_fb_h128") and pick.why.startswith("rule S selects 2 cells")
     assert [(c.method, c.seed) for c in block.cells(pick.methods)] == [
         ("sens_t07_h128", 1), ("sens_t07_fb_h128", 1), ("sens_t07_h128", 2), ("sens_t07_fb_h128", 2)]
+    # --status's outlook: the same two cells on the finished seed-0 cells, each seed 1-2 run at its seed-0 wall
+X
+        (tmp_path / "arithmetic" / "runs" / m / "seed0" / "compare_done.json").write_text(json.dumps({"wall_s": 1800.0}))
+    _cell(tmp_path, "arithmetic", "sens_t07_h128", HELD, target=0.7, width=128, seed=1)  # one of the four finished
+    assert ("it would select arithmetic 2, countdown 0, countdown_cot 0 cells; 3 runs of seeds 1-2 not finished, about "
+            "1.5 h of cell time at their seed-0 walls (0.8 h at --parallel 2") in rc.s_outlook(tmp_path)
 
 
 def test_the_warm_start_is_committed_beside_the_cells_and_read_back(tmp_path: Path) -> None:

@@ -344,6 +344,22 @@ def test_sigterm_to_the_driver_passes_to_every_running_cell_and_requeues_them(cd
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_status_ends_with_the_outlook_while_a_block_is_not_decided(cd, study, tmp_path: Path) -> None:
+    """``Study.outlook`` is printed last by --status while a conditional block is undecided, and not after."""
+    decided = []
+    when = lambda root, running: cd.Pick(("grpo",) if decided else None, "rule X")  # noqa: E731
+    s = dataclasses.replace(study, order=(*study.order, cd.Block("bb", (1,), ("grpo",), when)),
+                            outlook=lambda root: f"outlook on {root.name}")
+    root = tmp_path / "runs"
+    lines = cd.status(s, root, procs=[]).splitlines()
+    assert lines[-1] == "outlook on runs" and lines[-2].startswith("left: about")
+    assert "bb 1 cells (grpo; seed 1): decided when the driver reaches it (rule X)" in lines
+    decided.append(True)  # decided: the block's cells are listed, no outlook
+    lines = cd.status(s, root, procs=[]).splitlines()
+    assert lines[-1].startswith("left: about") and "bb grpo/seed1: not started (rule X)" in lines
+    assert cd.status(study, root, procs=[]).splitlines()[-1].startswith("left: about")  # no outlook: nothing more
+
+
 def test_a_cell_the_study_skips_is_not_started_and_status_says_why(cd, study, tmp_path: Path, monkeypatch,
                                                                     capsys) -> None:
     """Study.skip is asked as a cell would start (not for a cell already started): a reason leaves it out, the
