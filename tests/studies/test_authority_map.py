@@ -483,7 +483,7 @@ def test_the_driver_adds_seeds_1_2_where_rule_s_selects(tmp_path: Path, monkeypa
     assert [(c.method, c.seed) for c in block.cells(pick.methods)] == [
         ("sens_t07_h128", 1), ("sens_t07_fb_h128", 1), ("sens_t07_h128", 2), ("sens_t07_fb_h128", 2)]
     # --status's outlook: the same two cells on the finished seed-0 cells, each seed 1-2 run at its seed-0 wall
-X
+    for m in ("sens_t07_h128", "sens_t07_fb_h128"):  # seed-0 walls of 1 800 s (_cell writes 1 s)
         (tmp_path / "arithmetic" / "runs" / m / "seed0" / "compare_done.json").write_text(json.dumps({"wall_s": 1800.0}))
     _cell(tmp_path, "arithmetic", "sens_t07_h128", HELD, target=0.7, width=128, seed=1)  # one of the four finished
     assert ("it would select arithmetic 2, countdown 0, countdown_cot 0 cells; 3 runs of seeds 1-2 not finished, about "
