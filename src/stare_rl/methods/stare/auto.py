@@ -112,7 +112,8 @@ class AutoWeightConfig:
         metadata={"help": "auto: the second actuator, for the demand W at its bound auto_w_max cannot meet. none: "
                           "W alone. bonus: an entropy bonus -c H per token, c in [0, auto_bonus_max], driven by the "
                           "same PI law in split range (docs/methods.md); it needs the per-token entropy with its "
-                          "gradient. default none."},
+                          "gradient. Where it held a target, with which auto_w_max, and what it cost: docs/controller.md, "
+                          "'The authority map'. default none."},
     )
     auto_bonus_max: float = field(
         default=1.0,
