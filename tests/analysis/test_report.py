@@ -223,3 +223,54 @@ def test_the_fallback_bonus_gets_its_own_panel_only_where_a_run_logged_it(tmp_pa
     panel = next(p for p in method_figure().panels if p.keys == ("control/entropy_coef",))
     assert panel.title == "entropy bonus c (adaptive or auto_fallback)"
     assert pick_key([plain], panel.keys) is None and pick_key([plain, fallback], panel.keys) == "control/entropy_coef"
+
+
+def _auto_run(root: Path, name: str, method: str, pinned: range, *, bonus: range = range(0), top: range = range(0),
+              lp_empty: range = range(0)) -> Path:
+    """A `weight_control: auto` run of 100 steps at target 0.3: the entropy is 0.1 (below) on the ``pinned`` steps,
+    0.35 elsewhere; W at its bound there (``auto_saturated_high`` without the fallback); with it, the bonus acting
+    (``auto_actuator`` 2) on ``bonus`` and the whole range at its top on ``top``; L+ empty on ``lp_empty``."""
+    d = root / name
+    d.mkdir(parents=True)
+    rows = []
+    for step in range(1, 101):
+        low = step in pinned
+        sat = (low and not bonus) or step in top
+        rows.append({"step": step, "control/batch_entropy": 0.1 if low else 0.35, "control/target_entropy": TARGET,
+                     "control/auto_saturated_high": float(sat), "control/reweight_w": 50.0 if low else 2.0,
+                     "control/auto_actuator": 2.0 if step in bonus else 1.0,
+                     "loss/l_plus_frac": 0.0 if step in lp_empty else 0.05})
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (d / "config.yaml").write_text(f"method: {method}\nseed: 0\ntarget_entropy: {TARGET}\n")
+    return d
+
+
+def test_the_report_says_where_a_run_ran_out_of_authority_and_what_to_try(tmp_path: Path) -> None:
+    """docs/controller.md "When W sits at its bound", per run: W at its bound with the entropy below the target on
+    >= 10 % of the steps gets a note (C2: the right-signed selection first, then the fallback; with the fallback's
+    bonus at its bound too: both out of authority); shares are of the logged steps; other runs get none."""
+    runs = [_auto_run(tmp_path, "c2", "stare", range(51, 101), lp_empty=range(91, 101)),  # 50 pinned, 10 L+ empty
+            _auto_run(tmp_path, "sens_fb", "stare_sensitivity", range(41, 101), bonus=range(41, 101),
+                      top=range(71, 101)),  # the bonus on 60 steps, at its bound on 30 of them
+            _auto_run(tmp_path, "sens_ok", "stare_sensitivity", range(96, 101)),  # 5 %: no note
+            _write_run(tmp_path, "grpo", "grpo", 0, 20, stare=False)]
+    out = tmp_path / "report"
+    assert report_main([str(r) for r in runs] + ["--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    rows = {r["run"]: r for r in summary["runs"]}
+    assert rows["c2"]["auto: W at bound, H below target"] == 0.5 and rows["c2"]["auto: L+ empty"] == 0.1
+    assert "auto: bonus acting" not in rows["c2"] and not any(k.startswith("auto:") for k in rows["grpo"])
+    assert rows["sens_fb"]["auto: W at bound, H below target"] == 0.6 and rows["sens_fb"]["auto: bonus acting"] == 0.6
+    assert rows["sens_fb"]["auto: both at bounds, H below target"] == 0.3
+    c2, fb = summary["authority"]  # sens_ok and grpo: none
+    assert c2.startswith("stare (seed 0): W sat at its bound with the entropy below the target on 50 % of the logged "
+                         "steps (L+ empty on 10 %); try method stare_sensitivity")
+    assert "then auto_fallback bonus, with a low auto_w_max (3)" in c2 and "docs/controller.md" in c2
+    assert fb.startswith("stare_sensitivity (seed 0): W sat at its bound") and "on 60 %" in fb
+    assert "the bonus sat at its bound too on 30 %: both actuators are out of authority" in fb
+    page = (out / "report.html").read_text()
+    assert "<h2>Out of authority</h2>" in page and "try method stare_sensitivity" in page
+    quiet = tmp_path / "quiet"
+    assert report_main([str(runs[2]), "--out", str(quiet)]) == 0
+    assert json.loads((quiet / "summary.json").read_text())["authority"] == []
+    assert "Out of authority" not in (quiet / "report.html").read_text()

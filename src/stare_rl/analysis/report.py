@@ -63,6 +63,7 @@ def run_summary(run: Run, runs: list[Run], band_rel: float) -> dict[str, float |
         row["in_band_frac"] = float((np.abs(ent - t) <= band_rel * t).mean())
     row.update({f"eval:{k}": v for k, v in sorted(run.eval.items()) if _table_eval_key(k)})
     row.update(curve_summary(run))
+    row.update(authority_summary(run))
     return row
 
 
@@ -79,6 +80,58 @@ def curve_summary(run: Run) -> dict[str, float]:
             out.update({f"curve:{name} start": series[0][1], f"curve:{name} final": series[-1][1],
                         f"curve:{name} max": max(v for _, v in series)})
     return out
+
+
+AUTHORITY_MIN_SHARE = 0.1  # a run whose W sits at its bound below the target on >= 10 % of its steps gets a note
+
+
+def authority_summary(run: Run) -> dict[str, float]:
+    """``weight_control: auto`` runs (they log ``control/auto_saturated_high``): the share of logged steps on which
+    W sat at its bound ``auto_w_max`` with the batch entropy below the target (the selection out of authority), on
+    which L+ was empty, on which the fallback's bonus acted (``auto_fallback: bonus``), and on which both actuators
+    sat at their bounds below the target. W is at its bound where the demand is at the top of the whole range
+    (``auto_saturated_high``) or in the bonus's half (``auto_actuator`` 2). Empty for other runs."""
+    top = dict(run.series.get("control/auto_saturated_high", []))
+    if not top:
+        return {}
+    actuator = dict(run.series.get("control/auto_actuator", []))
+    h, target = dict(run.series.get("control/batch_entropy", [])), dict(run.series.get("control/target_entropy", []))
+    lp = dict(run.series.get("loss/l_plus_frac", []))
+    steps = sorted(top)
+    below = {s for s in steps if s in h and s in target and h[s] < target[s]}
+    pinned = {s for s in steps if top[s] >= 1.0 or actuator.get(s) == 2.0}
+    bonus = {s for s in steps if actuator.get(s) == 2.0}
+    out = {"auto: W at bound, H below target": len(pinned & below) / len(steps)}
+    if lp:
+        out["auto: L+ empty"] = sum(v == 0.0 for v in lp.values()) / len(lp)
+    if bonus:
+        out["auto: bonus acting"] = len(bonus) / len(steps)
+        out["auto: both at bounds, H below target"] = len({s for s in bonus if top[s] >= 1.0} & below) / len(steps)
+    return out
+
+
+def authority_note(run: Run, row: dict) -> str | None:
+    """What to try when a run's selection ran out of authority (docs/controller.md, "When W sits at its bound"), in
+    its order: the right-signed selection for C2, then the fallback, then, with both actuators at their bounds, a
+    larger bonus or a lower target. None when W sat at its bound below the target on under 10 % of the steps."""
+    pinned = row.get("auto: W at bound, H below target")
+    if pinned is None or pinned < AUTHORITY_MIN_SHARE:
+        return None
+    empty = row.get("auto: L+ empty")
+    what = (f"W sat at its bound with the entropy below the target on {100 * pinned:.0f} % of the logged steps"
+            + (f" (L+ empty on {100 * empty:.0f} %)" if empty is not None else ""))
+    both = row.get("auto: both at bounds, H below target")
+    if both is not None and both >= AUTHORITY_MIN_SHARE:
+        tries = (f"the bonus sat at its bound too on {100 * both:.0f} %: both actuators are out of authority; "
+                 "raise auto_bonus_max or lower the target")
+    elif both is not None:
+        tries = "the fallback's bonus took over (control/entropy_coef)"
+    else:
+        tries = ("try auto_fallback bonus, with a low auto_w_max (3) where the selection has run out (L+ empty): "
+                 "the authority map in docs/controller.md says where each bound held the target, and its cost")
+        if run.config.get("train_method", run.method) == "stare":  # a stare compare cell records its method so
+            tries = "try method stare_sensitivity (its selection raises the entropy), then " + tries.removeprefix("try ")
+    return f"{run.label}: {what}; {tries}."
 
 
 def _table_eval_key(key: str) -> bool:
@@ -167,7 +220,9 @@ def build_report(run_dirs: list[str | Path], out_dir: str | Path, band_rel: floa
     pngs = [p for f in figures() if (p := render_figure(f, runs, out, band_rel)) is not None]
     rows = [run_summary(r, runs, band_rel) for r in runs]
     per_method = method_summary(rows)
-    (out / "summary.json").write_text(json.dumps({"runs": rows, "methods": per_method}, indent=2))
+    notes = [n for r, row in zip(runs, rows, strict=True) if (n := authority_note(r, row))]
+    (out / "summary.json").write_text(json.dumps({"runs": rows, "methods": per_method, "authority": notes},
+                                                 indent=2))
     imgs = "".join(
         f'<h2>{html.escape(p.stem)}</h2><img alt="{html.escape(p.stem)}" src="data:image/png;base64,'
         f'{base64.b64encode(p.read_bytes()).decode("ascii")}"/>' for p in pngs)
@@ -176,7 +231,9 @@ def build_report(run_dirs: list[str | Path], out_dir: str | Path, band_rel: floa
             f"</style></head><body><h1>stare report: {len(runs)} run(s), {len(groups)} method(s)</h1>"
             f"<ul>{listing}</ul>{_table(rows, 'Final numbers per run')}"
             f"{_table(per_method, 'Per method: mean [min, max] over seeds') if per_method else ''}"
-            f"{imgs}</body></html>")
+            + (f"<h2>Out of authority</h2><ul>{''.join(f'<li>{html.escape(n)}</li>' for n in notes)}</ul>"
+               if notes else "")
+            + f"{imgs}</body></html>")
     path = out / "report.html"
     path.write_text(page, encoding="utf-8")
     logger.info("wrote %s with %d figure(s)", path, len(pngs))
