@@ -247,8 +247,9 @@ def _auto_run(root: Path, name: str, method: str, pinned: range, *, bonus: range
 
 def test_the_report_says_where_a_run_ran_out_of_authority_and_what_to_try(tmp_path: Path) -> None:
     """docs/controller.md "When W sits at its bound", per run: W at its bound with the entropy below the target on
-    >= 10 % of the steps gets a note (C2: the right-signed selection first, then the fallback; with the fallback's
-    bonus at its bound too: both out of authority); shares are of the logged steps; other runs get none."""
+    >= 10 % of the steps gets a note (L+ not empty: the right-signed selection first, then the fallback; L+ empty on
+    most steps: the fallback; with its bonus at its bound too: both out of authority); shares are of the logged
+    steps; other runs get none."""
     runs = [_auto_run(tmp_path, "c2", "stare", range(51, 101), lp_empty=range(91, 101)),  # 50 pinned, 10 L+ empty
             _auto_run(tmp_path, "sens_fb", "stare_sensitivity", range(41, 101), bonus=range(41, 101),
                       top=range(71, 101)),  # the bonus on 60 steps, at its bound on 30 of them
@@ -264,12 +265,17 @@ def test_the_report_says_where_a_run_ran_out_of_authority_and_what_to_try(tmp_pa
     assert rows["sens_fb"]["auto: both at bounds, H below target"] == 0.3
     c2, fb = summary["authority"]  # sens_ok and grpo: none
     assert c2.startswith("stare (seed 0): W sat at its bound with the entropy below the target on 50 % of the logged "
-                         "steps (L+ empty on 10 %); try method stare_sensitivity")
-    assert "then auto_fallback bonus, with a low auto_w_max (3)" in c2 and "docs/controller.md" in c2
+                         "steps (L+ empty on 10 %); up-weighting its selection no longer raises the entropy")
+    assert "(method stare_sensitivity), then auto_fallback bonus with a low auto_w_max (3)" in c2
+    assert "docs/controller.md" in c2
     assert fb.startswith("stare_sensitivity (seed 0): W sat at its bound") and "on 60 %" in fb
     assert "the bonus sat at its bound too on 30 %: both actuators are out of authority" in fb
     page = (out / "report.html").read_text()
-    assert "<h2>Out of authority</h2>" in page and "try method stare_sensitivity" in page
+    assert "<h2>Out of authority</h2>" in page and "(method stare_sensitivity)" in page
+    empty = _auto_run(tmp_path, "sens", "stare_sensitivity", range(51, 101), lp_empty=range(31, 101))  # L+ empty 70 %
+    assert report_main([str(empty), "--out", str(tmp_path / "e")]) == 0
+    note, = json.loads((tmp_path / "e" / "summary.json").read_text())["authority"]  # read from L+, not the name
+    assert "(L+ empty on 70 %); its selection has run out of tokens to act on: try auto_fallback bonus" in note
     quiet = tmp_path / "quiet"
     assert report_main([str(runs[2]), "--out", str(quiet)]) == 0
     assert json.loads((quiet / "summary.json").read_text())["authority"] == []

@@ -111,9 +111,10 @@ def authority_summary(run: Run) -> dict[str, float]:
 
 
 def authority_note(run: Run, row: dict) -> str | None:
-    """What to try when a run's selection ran out of authority (docs/controller.md, "When W sits at its bound"), in
-    its order: the right-signed selection for C2, then the fallback, then, with both actuators at their bounds, a
-    larger bonus or a lower target. None when W sat at its bound below the target on under 10 % of the steps."""
+    """What to try when a run's selection ran out of authority (docs/controller.md, "When W sits at its bound"), read
+    from its metrics, not its method's name: L+ empty on most steps, the fallback; L+ not empty (its tokens no longer
+    raise the entropy), the right-signed selection first; the bonus at its bound too, a larger bonus or a lower
+    target. None when W sat at its bound below the target on under 10 % of the steps."""
     pinned = row.get("auto: W at bound, H below target")
     if pinned is None or pinned < AUTHORITY_MIN_SHARE:
         return None
@@ -126,11 +127,13 @@ def authority_note(run: Run, row: dict) -> str | None:
                  "raise auto_bonus_max or lower the target")
     elif both is not None:
         tries = "the fallback's bonus took over (control/entropy_coef)"
-    else:
-        tries = ("try auto_fallback bonus, with a low auto_w_max (3) where the selection has run out (L+ empty): "
+    elif empty is not None and empty >= 0.5:  # nothing left to re-weight: the second actuator
+        tries = ("its selection has run out of tokens to act on: try auto_fallback bonus, with a low auto_w_max (3); "
                  "the authority map in docs/controller.md says where each bound held the target, and its cost")
-        if run.config.get("train_method", run.method) == "stare":  # a stare compare cell records its method so
-            tries = "try method stare_sensitivity (its selection raises the entropy), then " + tries.removeprefix("try ")
+    else:  # it re-weights tokens that no longer raise the entropy: the right-signed selection first
+        tries = ("up-weighting its selection no longer raises the entropy: with the top-surprisal selection, try "
+                 "the right-signed one (method stare_sensitivity), then auto_fallback bonus with a low auto_w_max "
+                 "(3); the authority map in docs/controller.md says where each held the target, and its cost")
     return f"{run.label}: {what}; {tries}."
 
 
