@@ -10,6 +10,7 @@ which gives every study the same command line:
     touch RUN_ROOT/STOP                                  # start no new cell (running ones finish and are committed)
     python studies/<study>/run_cells.py --until 09:30     # start only cells that should finish by then, then stop
     kill DRIVER_PID                                      # stop now: each running cell checkpoints its current step
+    python studies/<study>/run_cells.py --stop-at 11:55   # the same kill then, by itself (a session's hard end)
     kill -KILL DRIVER_PID                                # restart the driver alone: its cells run on, the next adopts them
 
 Each cell is one ``stare compare --config GRID --out RUN_ROOT/<part> --methods M --seeds S --parallel 1`` under
@@ -33,6 +34,10 @@ progress, checkpoints it and exits (``CheckpointOnSignal``). The driver waits fo
 finished meanwhile, and exits; started again, it resumes each cell from the step it stopped at. (A ``stare train``
 older than that handler dies on SIGTERM and loses the steps since its last checkpoint: to restart only the driver,
 say to pick up a change of the study's code, SIGKILL it, and the next driver adopts the cells still running.)
+``--stop-at HH:MM`` does the same at that time: for a session or a batch job that ends at a known time and then
+kills what runs (a cell killed loses the steps since its last checkpoint; stopped this way, it loses none). With it,
+``--until`` is optional: a cell started late resumes where it stopped; together, no cell starts that would not end
+by ``--until``, and at ``--stop-at`` the driver stops what still runs.
 
 A cell that another ``stare compare`` (one the driver did not start: a previous driver's, after a restart) is running
 is adopted, not started twice: it takes one of the ``--parallel`` slots, the next cells start beside it, and the
@@ -541,20 +546,20 @@ class Deadline:
         return ok
 
 
-def parse_until(text: str, now: float | None = None) -> float:
-    """``--until HH:MM`` (the machine's clock, today) as a time stamp; ValueError naming the flag and the value
-    when it cannot be read or has passed."""
+def parse_until(text: str, now: float | None = None, flag: str = "--until") -> float:
+    """``--until HH:MM`` (or ``flag``'s: the machine's clock, today) as a time stamp; ValueError naming the flag
+    and the value when it cannot be read or has passed."""
     now = time.time() if now is None else now
     try:
         hh, mm = (int(x) for x in text.split(":"))
         day = time.localtime(now)
         until = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, hh, mm, 0, 0, 0, -1))
     except (ValueError, OverflowError) as err:
-        raise ValueError(f"--until {text!r}: give a time of today as HH:MM ({err})") from err
+        raise ValueError(f"{flag} {text!r}: give a time of today as HH:MM ({err})") from err
     if not (0 <= hh < 24 and 0 <= mm < 60):
-        raise ValueError(f"--until {text!r}: give a time of today as HH:MM")
+        raise ValueError(f"{flag} {text!r}: give a time of today as HH:MM")
     if until <= now:
-        raise ValueError(f"--until {text!r}: that time has passed (now {time.strftime('%H:%M', time.localtime(now))})")
+        raise ValueError(f"{flag} {text!r}: that time has passed (now {time.strftime('%H:%M', time.localtime(now))})")
     return until
 
 
@@ -780,7 +785,8 @@ def restore_committed(study: Study, root: Path) -> list[Cell]:
     return restored
 
 
-def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit, until: float | None = None) -> int:
+def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit, until: float | None = None,
+        stop_at: float | None = None) -> int:
     deadline = None if until is None else Deadline(until)
     restored = restore_committed(study, root)
     if restored:
@@ -802,6 +808,10 @@ def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit, un
         while todo or running:
             if stop.signum is not None:
                 _stop_running(study, root, todo, running, commit, stop.signum)
+                return 0
+            if stop_at is not None and time.time() >= stop_at:
+                _stop_running(study, root, todo, running, commit, signal.SIGTERM,
+                              f"--stop-at {time.strftime('%H:%M', time.localtime(stop_at))}")
                 return 0
             _start_next(study, root, todo, running, parallel, commit, waiting, deadline)
             if deadline is not None and not running and todo and not isinstance(todo[0], Block) \
@@ -838,10 +848,12 @@ class _StopOnSignal:
         signal.signal(signal.SIGTERM, self.previous)
 
 
-def _stop_running(study: Study, root: Path, todo: list, running: list, commit: Commit, signum: int) -> None:
+def _stop_running(study: Study, root: Path, todo: list, running: list, commit: Commit, signum: int,
+                  why: str | None = None) -> None:
     """Pass ``signum`` to every running cell's ``stare compare`` (its ``stare train`` checkpoints the step in
-    progress and exits), wait for them all, and commit a cell that finished meanwhile."""
-    name = signal.Signals(signum).name
+    progress and exits), wait for them all, and commit a cell that finished meanwhile. ``why``: what the log says
+    stopped them (default: the signal's name)."""
+    name = why or signal.Signals(signum).name
     print(f"{time.strftime('%H:%M:%S')} {name}: stopping {len(running)} running cell(s); each checkpoints its "
           f"current step", flush=True)
     for _, proc, _ in running:
@@ -921,6 +933,9 @@ def main(study: Study, script: str, doc: str, argv: list[str] | None = None, com
     p.add_argument("--until", default=None, metavar="HH:MM",
                    help="start only cells that should finish by then (the machine's clock, today; each at 1.1x the "
                         "mean time of the committed cells of its model): a session's or a batch job's end")
+    p.add_argument("--stop-at", default=None, metavar="HH:MM",
+                   help="at that time, stop the running cells as `kill DRIVER_PID` does (each checkpoints its current "
+                        "step; the next driver resumes it) and exit: a session's or a batch job's hard end")
     args = p.parse_args(argv)
     root = args.run_root.resolve()
     missing = environment_problem()
@@ -942,11 +957,12 @@ def main(study: Study, script: str, doc: str, argv: list[str] | None = None, com
     except ValueError as err:
         print(err, file=sys.stderr)
         return 2
-    until = None
-    if args.until is not None:
-        try:
-            until = parse_until(args.until)
-        except ValueError as err:
-            print(err, file=sys.stderr)
-            return 2
-    return run(study, root, args.parallel, commit, until)
+    times: dict[str, float | None] = {"--until": None, "--stop-at": None}
+    for flag, text in (("--until", args.until), ("--stop-at", args.stop_at)):
+        if text is not None:
+            try:
+                times[flag] = parse_until(text, flag=flag)
+            except ValueError as err:
+                print(err, file=sys.stderr)
+                return 2
+    return run(study, root, args.parallel, commit, times["--until"], times["--stop-at"])

@@ -499,6 +499,58 @@ def test_a_python_without_stare_rl_is_refused_before_any_listing(cd, study, monk
     assert "no `stare` command beside" in cd.environment_problem()
 
 
+def test_stop_at_stops_the_running_cells_as_sigterm_does_and_starts_none_after(cd, study, tmp_path: Path,
+                                                                              monkeypatch, capsys) -> None:
+    """--stop-at HH:MM (a session's hard end): before it, cells start as usual; once it has come, each running
+    cell's stare compare gets SIGTERM (it checkpoints its current step), the driver waits, puts the cell back with its
+    last checkpoint said, starts nothing more and exits; its handler for SIGTERM is handed back."""
+    import signal
+
+    root = tmp_path / "runs"
+    alive: dict[int, bool] = {}
+
+    class Own:
+        def __init__(self, pid: int) -> None:
+            self.pid, self.returncode = pid, None
+            alive[pid] = True
+
+        def poll(self):  # noqa: ANN202
+            if not alive[self.pid]:
+                self.returncode = 1
+            return self.returncode
+
+    launched: list = []
+
+    def launch(s, r, c):  # noqa: ANN001, ANN202
+        launched.append(c)
+        _fake_cell(cd, r, c, done=False)
+        return Own(100 + len(launched))
+
+    monkeypatch.setattr(cd, "launch", launch)
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [])
+    monkeypatch.setattr(cd, "refresh_report", lambda *a: None)
+    sent: list[tuple[int, int]] = []
+
+    def kill(pid: int, signum: int) -> None:
+        sent.append((pid, signum))
+        alive[pid] = False
+
+    monkeypatch.setattr(cd.os, "kill", kill)
+    clock = {"now": 1_000_000.0}
+    monkeypatch.setattr(cd.time, "time", lambda: clock["now"])
+    monkeypatch.setattr(cd.time, "sleep", lambda s: clock.__setitem__("now", clock["now"] + s))
+    before = signal.getsignal(signal.SIGTERM)
+    commits: list[str] = []
+    assert cd.run(study, root, 2, commit=lambda f, m: commits.append(m) or "", stop_at=clock["now"] + 25) == 0
+    first, second = study.cells()[:2]
+    assert launched == [first, second]  # two slots, filled at once; nothing starts after 25 s
+    assert sorted(sent) == [(101, signal.SIGTERM), (102, signal.SIGTERM)] and not commits
+    out = capsys.readouterr().out
+    assert "--stop-at " in out and ": stopping 2 running cell(s); each checkpoints its current step" in out
+    assert f"stopped {first.method}/seed{first.seed} (a): last checkpoint None" in out
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_until_starts_only_the_cells_that_fit_before_it(cd, study, tmp_path: Path, monkeypatch, capsys) -> None:
     """--until HH:MM (a session's or a batch job's end): a cell starts only if 1.1x its estimate (the mean time of
     the committed cells of its model; else its steps left) ends before it; a cell with nothing to go by does not
@@ -590,3 +642,5 @@ def test_until_is_read_as_a_time_of_today(cd) -> None:
     for bad, why in (("07:59", "has passed"), ("9h30", "HH:MM"), ("25:00", "HH:MM")):
         with pytest.raises(ValueError, match=why):
             cd.parse_until(bad, now)
+    with pytest.raises(ValueError, match="--stop-at '07:59': that time has passed"):
+        cd.parse_until("07:59", now, flag="--stop-at")
