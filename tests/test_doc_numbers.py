@@ -173,7 +173,12 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     amap, cells = _hand_map()
     monkeypatch.setattr(authority_docs, "load_json", lambda rel: amap)
     text = authority_docs.render_authority_map()
-    assert "seed 0, 4 of 9 cells" in text
+    assert "seed 0, 4 of 9 cells" in text and "not in it" not in text
+    # planned cells that rule R keeps out of the map (phase C where GRPO's entropy never falls to 0.5x): not counted
+    amap["seed0_skipped"] = ["t/c2_t05_h64", "t/sens_t05_h64", "u/c2_t05_h64"]
+    assert ("seed 0, 4 of 6 cells (3 more planned are not in it: rule R does not hold where they would run, 2 of `t`, "
+            "1 of `u`)") in authority_docs.render_authority_map()
+    del amap["seed0_skipped"]
     assert "≥ 90 % of steps after the first crossing" in text and "adds ≥ 20 points" in text  # the registered rules'
     held, cost = [line for line in text.splitlines() if line.startswith("| `t` (64), 0.7x | ")]
     # rule H: one of the two selection-alone cells holds, the band range of both; per fallback its pair's band and F

@@ -276,7 +276,14 @@ def render_bonus_span() -> str:
 def _map_progress(a: dict) -> str:
     """How far the authority map is: its seed-0 cells, then rule S's extra seeds (1 and 2 for each close cell) once
     any cell is close: those run or read by rule T from the twin's run."""
-    text = f"seed 0, {a['n_seed0_finished']} of {a['n_seed0_cells']} cells"
+    skipped = a.get("seed0_skipped", [])
+    text = f"seed 0, {a['n_seed0_finished']} of {a['n_seed0_cells'] - len(skipped)} cells"
+    if skipped:  # planned, but phase C does not run where GRPO's entropy never falls to 0.5x (rule R)
+        by_task = {}
+        for x in skipped:
+            by_task.setdefault(x.split("/")[0], []).append(x)
+        text += (f" ({len(skipped)} more planned are not in it: rule R does not hold where they would run, "
+                 + ", ".join(f"{len(v)} of `{t}`" for t, v in by_task.items()) + ")")
     close = [(task, name) for task, names in a["rules"].get("S", {}).items() for name in names]
     if close:
         done = sum(len({*c["reading"]["seeds"], *c.get("twin_seeds", [])} - {0}) if c["reading"] else 0

@@ -234,8 +234,11 @@ def evaluate(runs: Path, cache: Path | None, committed: Path | None = None) -> d
     tasks = collect(runs, cache, committed)
     seed0 = [(task, m) for task, t in tasks.items() for m in t["cells"]]
     done = [x for x in seed0 if 0 in tasks[x[0]]["cells"][x[1]]["seeds"]]  # an unreadable one counts, as such
+    # planned, but not in the map: rule R does not hold at their width (phase C's cells there never run)
+    skipped = [f"{task}/{m}" for task, m in seed0 if tasks[task]["cells"][m]["state"].startswith("skipped")]
     return {"runs": str(runs), "cache": None if cache is None else str(cache), "tasks": tasks,
-            "n_seed0_cells": len(seed0), "n_seed0_finished": len(done), "rules": decide(tasks)}
+            "n_seed0_cells": len(seed0), "n_seed0_finished": len(done), "seed0_skipped": skipped,
+            "rules": decide(tasks)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -217,9 +217,12 @@ def _get(result: dict[str, Any], cell: str) -> float | None:
 
 
 def markdown(result: dict[str, Any]) -> str:
+    skipped = result.get("seed0_skipped", [])
     lines = ["# Issue 46: the authority map (studies/authority_map, pre-registered)", "",
-             f"Seed-0 cells finished: {result['n_seed0_finished']} of {result['n_seed0_cells']}; a cell not finished "
-             f"is \"not run yet\". Values over the finished seeds (n); "
+             f"Seed-0 cells finished: {result['n_seed0_finished']} of {result['n_seed0_cells'] - len(skipped)}"
+             + (f" ({len(skipped)} more planned are not in the map: rule R does not hold at their width)" if skipped
+                else "") + "; a cell not finished "
+             "is \"not run yet\". Values over the finished seeds (n); "
              "band fractions from the first crossing, W / bonus at bound and L+ / L− over every step.", ""]
     for task in TASKS:
         lines += _task_section(task, result["tasks"][task], result["rules"])

@@ -193,7 +193,13 @@ def test_analysis_on_fake_cells(tmp_path: Path) -> None:
     assert an.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     md = (out / "authority_map.md").read_text()
     assert "| 64 | sensitivity | 0.7x | bonus | B | finished | 1 |" in md and (out / "authority_map.png").is_file()
-    assert json.loads((out / "authority_map.json").read_text())["n_seed0_finished"] == 9  # the unreadable too
+    saved = json.loads((out / "authority_map.json").read_text())
+    assert saved["n_seed0_finished"] == 9  # the unreadable too
+    # hidden 128's phase C (rule R does not hold there): planned, not in the map, and not counted as to run
+    assert sorted(saved["seed0_skipped"]) == ["arithmetic/c2_t05_fb_h128", "arithmetic/c2_t05_h128",
+                                              "arithmetic/sens_t05_fb_h128", "arithmetic/sens_t05_h128"]
+    assert (f"Seed-0 cells finished: 9 of {saved['n_seed0_cells'] - 4} (4 more planned are not in the map: rule R "
+            "does not hold at their width)") in md
     assert "| 64 | sensitivity | 0.7x | bonus (W ≤ 3) | B3 | finished | 1 |" in md
     assert "| 64 | sensitivity | 0.7x | bonus (W ≤ 3, span log 50) | B3s | finished | 1 |" in md
     assert md.index("| bonus (W ≤ 3) | B3 |") < md.index("| bonus (W ≤ 3, span log 50) | B3s |")  # rows: B3s last
