@@ -235,6 +235,41 @@ def render_authority_map_readme() -> str:
     return "\n".join(lines)
 
 
+def render_fallback_bounds_readme() -> str:
+    """README "Which setting to start with": the fallback's bullet, with what the map says of its two hand-off bounds
+    at 0.7x: per task, over the pairs with both finished (phase B3, W <= 3, against phase B, W <= 50; the F3 pairs'
+    ``against_b``), how many cells each bound held (rule H), in how many pairs W <= 3's band was the higher, and its
+    pass@1 change against W <= 50. Read from ``docs/results/authority_map/authority_map.json`` (seed means), so a
+    seed that turns a pair turns the sentence."""
+    a = load_json("authority_map/authority_map.json")
+    rules = a["rules"]
+    by_task: dict[str, list[tuple[bool, bool, float, float]]] = {}
+    for key, f in rules.get("F3", {}).items():
+        b = f.get("against_b") or {}
+        if b.get("d_rolling_points") is None:
+            continue  # a cell of the pair not finished
+        by_task.setdefault(key.split()[0], []).append(
+            (rules["H"][f["with"]]["verdict"] == "holds", rules["H"][b["b"]]["verdict"] == "holds",
+             b["d_rolling_points"], b["d_pass@1_points"]))
+    clauses = []
+    for task in a["tasks"]:
+        pairs = by_task.get(task)
+        if not pairs:
+            continue
+        n = len(pairs)
+        clauses.append(f"`{task}`, W ≤ 3 held {sum(p[0] for p in pairs)} of {n} cells and W ≤ 50 "
+                       f"{sum(p[1] for p in pairs)}; W ≤ 3's band was the higher in {sum(p[2] > 0 for p in pairs)} of "
+                       f"{n} pairs, its pass@1 {span_text([p[3] for p in pairs], '{:+.1f}')} points against W ≤ 50")
+    said = ("Which bound works depends on the task. In the authority map at 0.7x (with the fallback, per pair of "
+            "cells; a value is the mean over a cell's finished seeds): " + "; on ".join(
+                ["on " + clauses[0], *clauses[1:]]) + ". ") if clauses else ""
+    return ("- If W still sits at its bound (its selection has run out of tokens to act on, as on a wider model of the "
+            "arithmetic task), `auto_fallback=\"bonus\"` hands the rest of the demand to an entropy bonus at the same "
+            f"target, once W reaches `auto_w_max`. {said}How it works, and `auto_bonus_span` (the bonus's own span, "
+            "log 50 with W ≤ 3): "
+            "[docs/methods.md](docs/methods.md#when-the-selection-runs-out-of-authority-auto_fallback-bonus).")
+
+
 def render_bonus_span() -> str:
     """docs/methods.md, "A span of its own": per pair measured in the authority map's phase B3s, the cell with
     ``auto_w_max`` 3 alone (B3) beside the same cell with ``auto_bonus_span`` log 50 (B3s): the rolling band, the
@@ -393,6 +428,7 @@ BLOCKS = {  # name -> (page, renderer)
     "bonus-span": ("docs/methods.md", render_bonus_span),
     "authority-map": ("docs/controller.md", render_authority_map),
     "authority-map-readme": ("README.md", render_authority_map_readme),
+    "fallback-bounds-readme": ("README.md", render_fallback_bounds_readme),
 }
 
 

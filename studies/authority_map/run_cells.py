@@ -25,8 +25,10 @@ Each cell is one `stare compare --config studies/authority_map/<task>.yaml --out
 OMP_NUM_THREADS=1); it resumes from its last checkpoint (every 100 steps). STARE_RL_CACHE must name the warm-start
 cache (one warm start per task and width, shared by that width's cells). A finished cell's light files go to
 docs/results/authority_map/<task>/runs/<method>/seed<S>/ and the grid's report beside runs/; then
-`studies/authority_map/analyze.py --runs RUN_ROOT --out docs/results/authority_map` re-runs (authority_map.md, .json,
-.png) and exactly docs/results/authority_map is committed. The driver is studies/cell_driver.py's; this file
+`studies/authority_map/analyze.py --runs docs/results/authority_map --out docs/results/authority_map` re-runs
+(authority_map.md, .json, .png) and exactly docs/results/authority_map is committed. The analysis reads the committed
+cells (the one just exported among them), not the run root: a cell that finished beside it but is not committed yet
+(the driver commits one at a time) would otherwise be in an analysis whose cells are not all committed. The driver is studies/cell_driver.py's; this file
 declares the study.
 """
 
@@ -218,11 +220,11 @@ STUDY = Study(
     docs=DOCS,
     needs_env={"STARE_RL_CACHE": "the warm-start cache of the map's widths (e.g. /work/runs/authority_map/cache)"},
     analyze=HERE / "analyze.py",
-    analyze_args=("--runs", "{run_root}", "--out", "{docs}", "--committed", "{docs}"),
+    analyze_args=("--runs", "{docs}", "--out", "{docs}"),  # the committed cells only (docstring)
     run_root=Path("/work/runs/authority_map"),
     cells_noun="cells planned so far",
     # README.md "Which setting to start with" and methods.md "A span of its own", re-rendered with each cell
-    doc_blocks=("authority-map", "authority-map-readme", "bonus-span"),
+    doc_blocks=("authority-map", "authority-map-readme", "fallback-bounds-readme", "bonus-span"),
     start_group=warm_start_of,
     skip=skip_cell,
     waits_for=twin_cell,  # rule S's seeds: a fallback cell waits for its running twin, then rule T decides

@@ -413,7 +413,10 @@ def test_the_order_and_phase_c_only_where_r_holds(tmp_path: Path, monkeypatch) -
     assert all(rc.slots(c.part)[c.method].span == pytest.approx(math.log(50.0)) for c in b3s)
     assert study.parallel == 2 and "STARE_RL_CACHE" in study.needs_env
     assert study.pins == cd.KERNEL_PINS
-    assert study.analyze_args == ("--runs", "{run_root}", "--out", "{docs}", "--committed", "{docs}")
+    # the driver's analysis reads the committed cells only: a cell finished beside the one being committed is not
+    # in it until its own commit (2026-11-28: one commit's authority_map.md had a seed whose files it lacked);
+    # test_the_committed_report_is_the_analysis_of_the_committed_cells shows that reading gives the committed report
+    assert study.analyze_args == ("--runs", "{docs}", "--out", "{docs}")
     block = next(b for b in study.order if b.when is not None and b.part == "arithmetic" and "c2_t05_h64" in b.methods)
     root = tmp_path / "runs"
     monkeypatch.setattr(rc, "DOCS", tmp_path / "docs")  # not the committed cells of the running study
@@ -604,7 +607,8 @@ def test_the_blocks_rendered_from_the_map_are_re_rendered_with_each_cell() -> No
     rc = _load("run_cells")
     pages = rc.cell_driver.block_pages(rc.STUDY.doc_blocks)
     assert {n: p.relative_to(rc.cell_driver.ROOT).as_posix() for n, p in pages.items()} == {
-        "authority-map": "docs/controller.md", "authority-map-readme": "README.md", "bonus-span": "docs/methods.md"}
+        "authority-map": "docs/controller.md", "authority-map-readme": "README.md",
+        "fallback-bounds-readme": "README.md", "bonus-span": "docs/methods.md"}
     import inspect
 
     spec = importlib.util.spec_from_file_location("doc_numbers", rc.cell_driver.DOC_NUMBERS)
