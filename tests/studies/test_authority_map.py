@@ -619,7 +619,8 @@ def test_the_blocks_rendered_from_the_map_are_re_rendered_with_each_cell() -> No
                if name.startswith("render_") and f.__module__ == m.__name__
                and 'load_json("authority_map/authority_map.json")' in inspect.getsource(f)}
     rendered = {doc_numbers.BLOCKS[name][1].__name__ for name in pages}
-    assert readers == rendered == {"render_authority_map", "render_authority_map_readme", "render_bonus_span"}
+    assert readers == rendered == {"render_authority_map", "render_authority_map_readme",
+                                   "render_fallback_bounds_readme", "render_bonus_span"}
 
 
 def test_an_overshoot_is_read_from_the_first_crossing_on(tmp_path: Path) -> None:
