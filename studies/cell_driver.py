@@ -16,7 +16,7 @@ which gives every study the same command line:
 Each cell is one ``stare compare --config GRID --out RUN_ROOT/<part> --methods M --seeds S --parallel 1`` under
 ``nice -n 19`` with the study's pins over the caller's environment, so an interrupted cell resumes from its last
 checkpoint when the driver is started again on the same run root; a cell already committed under
-``<docs>/<part>/runs/<method>/seed<S>`` is skipped. When a cell finishes, the driver refreshes the grid's report
+``<docs>/<part>/runs/<method>/seed<S>`` is skipped. When a cell finishes, the next cell starts in its slot, then the driver refreshes the grid's report
 (``stare compare --report-only`` over the finished seeds), copies the cell's light files (those of
 docs/results/compare/export.py, plus eval_initial.json where the grid writes one; metrics gzipped with a fixed
 header, so an unchanged cell stays byte-identical) and the report into ``<docs>/<part>/``, re-runs the study's
@@ -824,7 +824,11 @@ def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit, un
                 print(f"{time.strftime('%H:%M:%S')} STOP: {len(todo)} cells not started", flush=True)
                 break
             stop.sleep(10)
-            _reap(study, root, todo, running, commit)
+
+            def refill() -> None:  # a freed slot takes the next cell before the ended cell's commit (a minute or two)
+                if stop.signum is None and (stop_at is None or time.time() < stop_at):
+                    _start_next(study, root, todo, running, parallel, commit, waiting, deadline)
+            _reap(study, root, todo, running, commit, refill)
     finally:
         stop.restore()
     return 0
@@ -892,16 +896,21 @@ def _adopt_running(root: Path, todo: list, running: list) -> int:
     return adopted
 
 
-def _reap(study: Study, root: Path, todo: list, running: list, commit: Commit) -> None:
+def _reap(study: Study, root: Path, todo: list, running: list, commit: Commit,
+          refill: Callable[[], None] | None = None) -> None:
     """Finish (commit) the running cells whose process has ended with the cell done; a cell whose adopted process
-    ended without finishing it goes back to the head of ``todo`` (started again, it resumes from its checkpoint)."""
+    ended without finishing it goes back to the head of ``todo`` (started again, it resumes from its checkpoint).
+    ``refill``, if given, is called once such a cell has left ``running`` and before its commit (the grid's report,
+    the export, the study's analysis and the docs take a minute or two, on the CPU the next cell would wait for):
+    it starts the next cells in the freed slots. The analysis reads the finished cell's run dir either way."""
+    done = []
     for item in list(running):
         c, proc, t0 = item
         if proc.poll() is None:
             continue
         running.remove(item)
         if proc.returncode == 0 and (run_dir(root, c) / DONE).is_file():
-            finish(study, root, c, commit)
+            done.append(c)
         elif isinstance(proc, Adopted):
             todo.insert(0, c)
             print(f"{time.strftime('%H:%M:%S')} pid {proc.pid} ended without finishing {c.method}/seed{c.seed}"
@@ -909,6 +918,10 @@ def _reap(study: Study, root: Path, todo: list, running: list, commit: Commit) -
         else:
             print(f"{time.strftime('%H:%M:%S')} FAILED {c.method}/seed{c.seed} (exit {proc.returncode}) after "
                   f"{time.time() - t0:.0f} s; log {root / 'logs'}", flush=True)
+    if done and refill is not None:
+        refill()
+    for c in done:
+        finish(study, root, c, commit)
 
 
 def environment_problem() -> str | None:

@@ -499,6 +499,44 @@ def test_a_python_without_stare_rl_is_refused_before_any_listing(cd, study, monk
     assert "no `stare` command beside" in cd.environment_problem()
 
 
+def test_a_freed_slot_takes_the_next_cell_before_the_ended_cells_commit(cd, study, tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    """When a cell ends, its commit (the grid's report, the export, the analysis, the docs: a minute or two) comes
+    after the next cell has started in its slot, not before (2026-11-28: a slot sat idle for about 1.5 min per cell,
+    longer than some cells). With --parallel 1 the events are strictly ordered: start 1, start 2, commit 1, ..."""
+    root = tmp_path / "runs"
+    events: list[str] = []
+    procs: dict = {}
+
+    class Own:
+        def __init__(self, c) -> None:  # noqa: ANN001
+            self.c, self.pid, self.returncode, self.ticks = c, 100 + len(procs), None, 0
+
+        def poll(self):  # noqa: ANN202
+            self.ticks += 1
+            if self.ticks >= 2:  # ends on the loop's second look, its cell done
+                _fake_cell(cd, root, self.c)
+                self.returncode = 0
+            return self.returncode
+
+    def launch(s, r, c):  # noqa: ANN001, ANN202
+        events.append(f"start {c.method}/{c.seed}/{c.part}")
+        procs[c] = Own(c)
+        return procs[c]
+
+    monkeypatch.setattr(cd, "launch", launch)
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [])
+    monkeypatch.setattr(cd, "refresh_report", lambda *a: None)
+    monkeypatch.setattr(cd.time, "sleep", lambda s: None)
+    cells = study.cells()  # five
+    assert cd.run(study, root, 1, commit=lambda f, m: events.append("commit " + m) or "") == 0
+    assert [e.split(" ")[0] for e in events] == ["start", "start", *["commit", "start"] * 3, "commit", "commit"]
+    starts = [e for e in events if e.startswith("start")]
+    commits = [e for e in events if e.startswith("commit")]
+    assert starts == [f"start {c.method}/{c.seed}/{c.part}" for c in cells]  # the registered order, unchanged
+    assert all(f"{c.method}/seed{c.seed} ({c.part} grid)" in m for c, m in zip(cells, commits, strict=True))  # each once
+
+
 def test_stop_at_stops_the_running_cells_as_sigterm_does_and_starts_none_after(cd, study, tmp_path: Path,
                                                                               monkeypatch, capsys) -> None:
     """--stop-at HH:MM (a session's hard end): before it, cells start as usual; once it has come, each running
