@@ -63,13 +63,16 @@ def _cell_row(task: str, m: str, cell: dict[str, Any], h: dict[str, Any] | None)
 AT_BOUND_NOTED = 0.10  # "why it misses" names an actuator at its bound on >= 10 % of steps
 OVERSHOOT_NOTED = 2.0  # ... and the step entropy's peak from the first crossing at >= 2x the target
 L_PLUS_EMPTY_NOTED = 0.50  # ... and an L+ empty on >= half of the steps
+AT_FLOOR_NOTED = 0.10  # ... and, with the entropy above the target, W at its floor 1 on >= 10 % of the steps
 
 
 def why_missed(v: dict[str, Any], band: float = 0.1) -> str:
     """Why a cell's 21-step mean leaves the band (descriptive, not a registered rule), from its values: where the
     entropy sits on average against the target, and which actuator was at its bound (W, the bonus) or had nothing to
     act on (L+ empty), and a step entropy that overshot to >= 2x the target. Centred on the target with no actuator at
-    its bound, what is left is the controller's tracking, not its authority."""
+    its bound, what is left is the controller's tracking, not its authority. Above the band, or inside it with no
+    actuator at its bound, W at its floor 1 (the selection off) on >= 10 % of the steps from the first crossing is
+    named: there the entropy sat above the target of itself, which the selection cannot lower."""
     if v.get("never_crossed"):
         return "never reached the target: the entropy stayed above it (nothing to hold yet)"
     limits = []
@@ -86,8 +89,13 @@ def why_missed(v: dict[str, Any], band: float = 0.1) -> str:
     if m is not None and m < 1 - band:
         return (f"below the band on average{where}: " +
                 (f"out of authority, {', '.join(limits)}" if limits else "no actuator at its bound"))
+    floor = v.get("w_at_floor_share")
+    off = (f"W at its floor 1 (the selection off) on {100 * floor:.0f} % of the steps from the first crossing: the "
+           "entropy above the target of itself, which the selection cannot lower"
+           if floor is not None and floor >= AT_FLOOR_NOTED else "")
     if m is not None and m > 1 + band:
-        return f"above the band on average{where}" + (f": {', '.join(limits)}" if limits else "")
+        return f"above the band on average{where}" + (f": {', '.join([*limits, off] if off else limits)}"
+                                                      if limits or off else "")
     inside = f"inside the band on average{where}, the 21-step mean leaves it"
     if limits and bonus_free:
         return (f"{inside}: {', '.join(limits)}, the bonus below its bound carries the rest: the controller's "
@@ -98,8 +106,8 @@ def why_missed(v: dict[str, Any], band: float = 0.1) -> str:
         return f"{inside}: {', '.join(limits)}: {last}"
     noise = v.get("noise_pct_of_target")
     return (f"{inside} with no actuator at its bound"
-            f"{'' if noise is None else f' (step noise {noise:.1f} % of the target)'}: the controller's tracking, "
-            "not its authority")
+            f"{'' if noise is None else f' (step noise {noise:.1f} % of the target)'}"
+            f"{f'; {off}' if off else ''}: the controller's tracking, not its authority")
 
 
 def _row_order(task: str):
@@ -132,7 +140,8 @@ def _task_section(task: str, t: dict[str, Any], rules: dict[str, Any]) -> list[s
         for m, c in missed:
             s, seeds = slots(task)[m], {k: v for k, v in c["seeds"].items() if "error" not in v}
             values = {k: _mean(seeds, k) for k in ("mean_over_target", "w_at_bound_share", "l_plus_empty_share",
-                                                    "bonus_at_bound_share", "noise_pct_of_target", "peak_over_target")}
+                                                    "bonus_at_bound_share", "noise_pct_of_target", "peak_over_target",
+                                                    "w_at_floor_share")}
             values["never_crossed"] = (c.get("reading") or {}).get("never_crossed")
             lines.append(f"- hidden {s.width}, {s.actuator} {s.target}, fallback {fallback_label(s)}: "
                          f"{why_missed(values)}.")

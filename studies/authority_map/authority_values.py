@@ -11,6 +11,8 @@ studies/frontier/frontier.py's ``cell_values``). Added here, over every logged s
 - the mean ``loss/l_plus_frac`` and ``loss/l_minus_frac``, and the share of steps with L+ empty (``l_plus_frac`` 0);
 - descriptive, for reading an overshoot (not in any rule): the highest step batch entropy from the first crossing over
   the target (``peak_over_target``), and the largest bonus coefficient (``bonus_coef_max``, fallback cells);
+- descriptive, for reading an entropy above the target (not in any rule): the share of steps from the first crossing
+  with W at its floor 1 (``w_at_floor_share``: the selection off; it can raise the entropy, not lower it);
 - for GRPO, rule R's reading of its entropy (authority_rules.rule_r);
 - the warm start: where its ``warmstart.json`` is (the run dir; else the path train.log names; else the cache entry
   whose recorded task, seed and settings are the cell's), and its final greedy accuracy.
@@ -94,7 +96,9 @@ def cell_record(run_dir: Path, slot: Slot) -> dict[str, Any]:
         rec.pop("steps_at_w_bound", None)  # counted below from the cell's own auto_w_max
         first, h = rec.get("first_crossing_step"), _series(run, *ENTROPY_KEYS)
         peak = None if first is None or not rec.get("target") else max(h[first:]) / rec["target"]
-        return {**rec, "peak_over_target": peak, **control_values(run, cfg)}
+        w = _series(run, "control/reweight_w", "loss/reweight_w")[first or 0:]
+        floor = sum(v <= 1.0 + 1e-9 for v in w) / len(w) if w and first is not None else None
+        return {**rec, "peak_over_target": peak, "w_at_floor_share": floor, **control_values(run, cfg)}
     except Exception as err:  # noqa: BLE001  (a half-written cell is reported, not fatal)
         return {"error": f"{type(err).__name__}: {err}"}
 

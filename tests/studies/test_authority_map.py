@@ -299,6 +299,16 @@ def test_why_a_cell_misses_on_hand_made_values() -> None:
     assert why({"mean_over_target": 0.89, "w_at_bound_share": 0.05}) == (
         "below the band on average (mean 0.89x the target): no actuator at its bound")
     assert why({"mean_over_target": 1.2}) == "above the band on average (mean 1.20x the target)"
+    # W at its floor 1 (the selection off) from the first crossing: the entropy above the target of itself
+    assert why({"mean_over_target": 1.11, "w_at_floor_share": 0.70}) == (
+        "above the band on average (mean 1.11x the target): W at its floor 1 (the selection off) on 70 % of the steps "
+        "from the first crossing: the entropy above the target of itself, which the selection cannot lower")
+    assert why({"mean_over_target": 1.2, "w_at_floor_share": 0.09}) == "above the band on average (mean 1.20x the target)"
+    assert why({"mean_over_target": 1.02, "noise_pct_of_target": 8.1, "w_at_floor_share": 0.4}) == (
+        "inside the band on average (mean 1.02x the target), the 21-step mean leaves it with no actuator at its bound "
+        "(step noise 8.1 % of the target); W at its floor 1 (the selection off) on 40 % of the steps from the first "
+        "crossing: the entropy above the target of itself, which the selection cannot lower: the controller's "
+        "tracking, not its authority")
     assert why({"mean_over_target": 1.53, "peak_over_target": 4.87, "bonus_at_bound_share": 0.01}) == (
         "above the band on average (mean 1.53x the target; the step entropy up to 4.87x it)")
     assert why({"mean_over_target": 0.8, "peak_over_target": 1.99}) == (
@@ -640,3 +650,20 @@ def test_an_overshoot_is_read_from_the_first_crossing_on(tmp_path: Path) -> None
     assert an.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     row = next(x for x in (out / "authority_map.md").read_text().splitlines() if "| bonus (W ≤ 3) | B3 | finished" in x)
     assert "| 3.00 |" in row and "| 1.00 |" in row
+
+
+def test_w_at_its_floor_is_counted_from_the_first_crossing(tmp_path: Path) -> None:
+    """``w_at_floor_share``: the steps from the first crossing with W at 1 (the selection off), read to say why an
+    entropy sat above its target; steps before the crossing (W is 1 there by design) do not count."""
+    values, grids = _load("authority_values"), _load("authority_grids")
+    slot = grids.slots("arithmetic")["c2_t05_h64"]
+    entropy = [1.0] * 10 + [0.5] + [0.6] * 89  # target 0.5: crosses at step 11, then sits 1.2x above it
+    d = _cell(tmp_path, "arithmetic", "c2_t05_h64", entropy, target=0.5, w=1.0)
+    rec = values.cell_record(d, slot)
+    assert rec["first_crossing_step"] == 10 and rec["w_at_floor_share"] == 1.0
+    d2 = _cell(tmp_path, "arithmetic", "sens_t05_h64", entropy, target=0.5, w=1.5)
+    rows = [json.loads(x) for x in (d2 / "metrics.jsonl").read_text().splitlines()]
+    for r in rows[:10]:  # W at 1 before the crossing only
+        r["control/reweight_w"] = 1.0
+    (d2 / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert values.cell_record(d2, grids.slots("arithmetic")["sens_t05_h64"])["w_at_floor_share"] == 0.0
