@@ -72,7 +72,7 @@ def why_missed(v: dict[str, Any], band: float = 0.1) -> str:
     act on (L+ empty), and a step entropy that overshot to >= 2x the target. Centred on the target with no actuator at
     its bound, what is left is the controller's tracking, not its authority. Above the band, or inside it with no
     actuator at its bound, W at its floor 1 (the selection off) on >= 10 % of the steps from the first crossing is
-    named: there the entropy sat above the target of itself, which the selection cannot lower."""
+    named: there nothing raised the entropy, and neither actuator can lower it."""
     if v.get("never_crossed"):
         return "never reached the target: the entropy stayed above it (nothing to hold yet)"
     limits = []
@@ -90,8 +90,8 @@ def why_missed(v: dict[str, Any], band: float = 0.1) -> str:
         return (f"below the band on average{where}: " +
                 (f"out of authority, {', '.join(limits)}" if limits else "no actuator at its bound"))
     floor = v.get("w_at_floor_share")
-    off = (f"W at its floor 1 (the selection off) on {100 * floor:.0f} % of the steps from the first crossing: the "
-           "entropy above the target of itself, which the selection cannot lower"
+    off = (f"W at its floor 1 (the selection off) on {100 * floor:.0f} % of the steps from the first crossing: there "
+           "the entropy was above the target with no actuator raising it, and neither can lower it"
            if floor is not None and floor >= AT_FLOOR_NOTED else "")
     if m is not None and m > 1 + band:
         return f"above the band on average{where}" + (f": {', '.join([*limits, off] if off else limits)}"

@@ -299,16 +299,17 @@ def test_why_a_cell_misses_on_hand_made_values() -> None:
     assert why({"mean_over_target": 0.89, "w_at_bound_share": 0.05}) == (
         "below the band on average (mean 0.89x the target): no actuator at its bound")
     assert why({"mean_over_target": 1.2}) == "above the band on average (mean 1.20x the target)"
-    # W at its floor 1 (the selection off) from the first crossing: the entropy above the target of itself
+    # W at its floor 1 (the selection off) from the first crossing: nothing raised the entropy there
     assert why({"mean_over_target": 1.11, "w_at_floor_share": 0.70}) == (
         "above the band on average (mean 1.11x the target): W at its floor 1 (the selection off) on 70 % of the steps "
-        "from the first crossing: the entropy above the target of itself, which the selection cannot lower")
+        "from the first crossing: there the entropy was above the target with no actuator raising it, and neither "
+        "can lower it")
     assert why({"mean_over_target": 1.2, "w_at_floor_share": 0.09}) == "above the band on average (mean 1.20x the target)"
     assert why({"mean_over_target": 1.02, "noise_pct_of_target": 8.1, "w_at_floor_share": 0.4}) == (
         "inside the band on average (mean 1.02x the target), the 21-step mean leaves it with no actuator at its bound "
         "(step noise 8.1 % of the target); W at its floor 1 (the selection off) on 40 % of the steps from the first "
-        "crossing: the entropy above the target of itself, which the selection cannot lower: the controller's "
-        "tracking, not its authority")
+        "crossing: there the entropy was above the target with no actuator raising it, and neither can lower it: "
+        "the controller's tracking, not its authority")
     assert why({"mean_over_target": 1.53, "peak_over_target": 4.87, "bonus_at_bound_share": 0.01}) == (
         "above the band on average (mean 1.53x the target; the step entropy up to 4.87x it)")
     assert why({"mean_over_target": 0.8, "peak_over_target": 1.99}) == (
