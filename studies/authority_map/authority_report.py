@@ -136,7 +136,8 @@ def _task_section(task: str, t: dict[str, Any], rules: dict[str, Any]) -> list[s
     if missed:
         lines += ["", "Where the selection does not hold its target, why (descriptive, from the values above: the "
                   "entropy's mean against the target, and an actuator at its bound on >= 10 % of steps or L+ empty "
-                  "on >= half):", ""]
+                  "on >= half; W at its floor 1 on >= 10 % of the steps from the first crossing, where the entropy "
+                  "is not below the band):", ""]
         for m, c in missed:
             s, seeds = slots(task)[m], {k: v for k, v in c["seeds"].items() if "error" not in v}
             values = {k: _mean(seeds, k) for k in ("mean_over_target", "w_at_bound_share", "l_plus_empty_share",
