@@ -217,6 +217,13 @@ def decide(tasks: dict[str, Any]) -> dict[str, Any]:
             h[f"{task}/{m}"]["seeds_finished"] = sorted(t["cells"][m]["seeds"])
     f, f3, f3s = by_phase["B"], by_phase["B3"], by_phase["B3s"]
     d, d3, d3s = rule_d(f), rule_d(f3), rule_d(f3s)
+    # D waits for rule S's seeds too: H and F on a close cell are read on its seed mean (n = 3), so a verdict on
+    # seed 0 alone may still turn (HYPOTHESES.md, rule S). Seeds read from a twin by rule T count as finished.
+    seeds_open = sorted(f"{task}/{m}" for task, picks in s.items() for m in picks
+                        if len(tasks[task]["cells"][m]["seeds"]) < len(SEEDS))
+    for x in (d, d3, d3s):
+        x["seeds_open"] = seeds_open
+        x["provisional"] = x["provisional"] or bool(seeds_open)
     return {"R": {task: t["R"] for task, t in tasks.items()}, "H": h, "F": f, "D": d, "F3": f3, "D3": d3,
             "F3s": f3s, "D3s": d3s, "D_amended": rule_d_amended({"50": (d, f), "3": (d3, f3), "3s": (d3s, f3s)}),
             "S": s}

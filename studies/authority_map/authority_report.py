@@ -212,7 +212,9 @@ def hand_off_phrase(a: dict[str, Any]) -> str:
 
 
 def _d_line(title: str, d: dict[str, Any]) -> str:
-    state = f" (provisional: {len(d['pairs_not_run_yet'])} pairs not run yet)" if d["provisional"] else ""
+    why = [f"{len(d['pairs_not_run_yet'])} pairs not run yet" if d["pairs_not_run_yet"] else "",
+           f"rule S's seeds 1-2 not all finished in {len(d['seeds_open'])} close cells" if d.get("seeds_open") else ""]
+    state = f" (provisional: {'; '.join(w for w in why if w)})" if d["provisional"] else ""
     return (f"**{title}**: **{d['verdict']}**{state} on {d['pairs_measured']} of "
             f"{d['pairs_planned']} pairs measured: the selection alone misses in {len(d['misses'])} "
             f"({', '.join(d['misses']) or 'none'}), the fallback rescues {len(d['rescued'])} of them "

@@ -668,3 +668,27 @@ def test_w_at_its_floor_is_counted_from_the_first_crossing(tmp_path: Path) -> No
         r["control/reweight_w"] = 1.0
     (d2 / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert values.cell_record(d2, grids.slots("arithmetic")["sens_t05_h64"])["w_at_floor_share"] == 0.0
+
+
+def test_rule_d_stays_provisional_until_rule_s_seeds_are_in(tmp_path: Path) -> None:
+    """Rule S: a close cell's H and F are read on its seed mean (n = 3), so D (and D3, D3s) stays provisional while a
+    cell S selects lacks seeds 1 or 2, even with every pair measured on seed 0 (2026-11-28: the README had dropped its
+    "so far" once the last seed-0 cell was in, with 49 of rule S's 64 runs still to come)."""
+    an = _load("analyze")
+    close = [1.0] + [0.7] * 88 + [0.3] * 11  # crosses at once; the 21-step mean leaves the band for the last ~15 %
+    _cell(tmp_path, "arithmetic", "c2_t07_h64", close, target=0.7)
+    res = an.evaluate(tmp_path, None)
+    band = res["tasks"]["arithmetic"]["cells"]["c2_t07_h64"]["reading"]["rolling"]
+    assert 0.8 <= band < 0.9, band  # close: rule S selects it
+    r = res["rules"]
+    assert "c2_t07_h64" in r["S"]["arithmetic"] and r["D"]["seeds_open"] == ["arithmetic/c2_t07_h64"]
+    assert r["D"]["provisional"] and r["D3"]["provisional"] and r["D_amended"]["provisional"]
+    for seed in (1, 2):
+        _cell(tmp_path, "arithmetic", "c2_t07_h64", close, seed=seed, target=0.7)
+    r = an.evaluate(tmp_path, None)["rules"]
+    assert r["D"]["seeds_open"] == [] and r["D3s"]["seeds_open"] == []  # its three seeds are in
+    md = _load("authority_report").markdown(an.evaluate(tmp_path, None))
+    assert "rule S's seeds 1-2 not all finished" not in md
+    _cell(tmp_path, "arithmetic", "sens_t07_h64", close, target=0.7)
+    md = _load("authority_report").markdown(an.evaluate(tmp_path, None))
+    assert "(provisional: " in md and "rule S's seeds 1-2 not all finished in 1 close cells" in md
