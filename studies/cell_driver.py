@@ -687,7 +687,7 @@ def _start_next(study: Study, root: Path, todo: list, running: list, parallel: i
                 waiting: list, deadline: Deadline | None = None) -> None:
     """Start cells from the head of ``todo`` while there is room; finish those already done; adopt a cell that a
     foreign stare compare is running (:class:`Adopted`); decide a conditional block (:class:`Block`) when it is reached."""
-    while todo and len(running) < parallel and not (root / "STOP").exists():
+    while todo and len(running) + _unadopted(root, running) < parallel and not (root / "STOP").exists():
         if isinstance(todo[0], Block):
             if not _expand(study, root, todo, running, waiting):
                 return
@@ -708,6 +708,16 @@ def _start_next(study: Study, root: Path, todo: list, running: list, parallel: i
             continue
         running.append((c, launch(study, root, c), time.time()))
         print(f"{time.strftime('%H:%M:%S')} start {c.method}/seed{c.seed}{_where(c)}", flush=True)
+
+
+def _unadopted(root: Path, running: list) -> int:
+    """How many foreign ``stare compare`` runs under the run root this driver holds no slot for: a cell of a block
+    it has not decided yet, started by a previous driver (adopted once the block is reached). Each takes a
+    ``--parallel`` slot meanwhile; else a restarted driver would start cells beside them (2026-11-28: three cells on
+    two cores after a restart)."""
+    own = {p.pid for _, p, _ in running}
+    top = root.resolve()
+    return sum(1 for f in foreign_runs(exclude=own) if f.pid not in own and (f.out == top or top in f.out.parents))
 
 
 def _starting(study: Study, root: Path, running: list) -> set:

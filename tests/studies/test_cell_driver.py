@@ -537,6 +537,27 @@ def test_a_freed_slot_takes_the_next_cell_before_the_ended_cells_commit(cd, stud
     assert all(f"{c.method}/seed{c.seed} ({c.part} grid)" in m for c, m in zip(cells, commits, strict=True))  # each once
 
 
+def test_a_foreign_run_in_a_block_not_decided_yet_takes_a_slot(cd, study, tmp_path: Path, monkeypatch) -> None:
+    """A restarted driver: a previous driver's ``stare compare`` runs a cell of a block this one has not reached
+    (not adoptable yet). It still takes a --parallel slot, so one cell starts beside it, not two; once it ends, the
+    slot is free. A run under another root does not count."""
+    root = tmp_path / "runs"
+    first, second, third = study.cells()[:3]
+    later = cd.Foreign(9, (root / "bb").resolve(), ["stare", "compare", "--out", "x", "--methods", "grpo", "--seeds", "0"])
+    elsewhere = cd.Foreign(10, (tmp_path / "other" / "a").resolve(), ["stare", "compare", "--out", "y"])
+    alive = {9: True}
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [f for f in (later, elsewhere) if alive.get(f.pid, True)])
+    launched: list = []
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: launched.append(c) or type("P", (), {"pid": 100 + len(launched),
+                                                                                           "poll": lambda self: None})())
+    todo, running = [first, second, third], []
+    cd._start_next(study, root, todo, running, 2, lambda f, m: "", [])
+    assert launched == [first] and todo == [second, third]  # the foreign run of bb holds the other slot
+    alive[9] = False
+    cd._start_next(study, root, todo, running, 2, lambda f, m: "", [])
+    assert launched == [first, second]
+
+
 def test_stop_at_stops_the_running_cells_as_sigterm_does_and_starts_none_after(cd, study, tmp_path: Path,
                                                                               monkeypatch, capsys) -> None:
     """--stop-at HH:MM (a session's hard end): before it, cells start as usual; once it has come, each running
