@@ -715,7 +715,7 @@ def _unadopted(root: Path, running: list) -> int:
     it has not decided yet, started by a previous driver (adopted once the block is reached). Each takes a
     ``--parallel`` slot meanwhile; else a restarted driver would start cells beside them (2026-11-28: three cells on
     two cores after a restart)."""
-    own = {p.pid for _, p, _ in running}
+    own = {getattr(p, "pid", None) for _, p, _ in running}
     top = root.resolve()
     return sum(1 for f in foreign_runs(exclude=own) if f.pid not in own and (f.out == top or top in f.out.parents))
 
