@@ -21,7 +21,7 @@ checkpoint when the driver is started again on the same run root; a cell already
 docs/results/compare/export.py, plus eval_initial.json where the grid writes one; metrics gzipped with a fixed
 header, so an unchanged cell stays byte-identical) and the report into ``<docs>/<part>/``, re-runs the study's
 analysis, re-renders the study's numbers blocks in the docs (``Study.doc_blocks``, scripts/doc_numbers.py) on every
-page that has no uncommitted edits, and commits exactly ``<docs>`` and those pages (``git commit -- <paths>``, never
+page that has no uncommitted edits outside those blocks, and commits exactly ``<docs>`` and those pages (``git commit -- <paths>``, never
 ``git add -A``), retrying while another process holds the index lock; once it is committed, the cell's
 ``checkpoint-*`` folders leave the run root (its final weights stay in ``model/``). A page with uncommitted edits (someone is
 writing it) is left alone and the commit message says so; its block is then re-rendered by the next cell, or by hand
@@ -324,10 +324,29 @@ def block_pages(names: tuple[str, ...]) -> dict[str, Path]:
     return {n: ROOT / module.BLOCKS[n][0] for n in names}
 
 
-def _page_has_edits(page: Path) -> bool:
-    """Uncommitted changes to ``page`` (worktree or index) against HEAD."""
-    return subprocess.run(["git", "diff", "--quiet", "HEAD", "--", str(page.relative_to(ROOT))], cwd=ROOT,
-                          check=False).returncode != 0
+def _page_has_edits(page: Path, blocks: tuple[str, ...] = ()) -> bool:
+    """Uncommitted changes to ``page`` (worktree or index) against HEAD, outside the numbers blocks ``blocks``. An
+    edit only inside them is a render this driver (or a killed one) left uncommitted; rendering them again from the
+    artifacts overwrites it, as intended (2026-11-28: a driver killed mid-commit left README.md's blocks edited, and
+    the next driver's commits skipped the page)."""
+    rel = str(page.relative_to(ROOT))
+    if subprocess.run(["git", "diff", "--quiet", "HEAD", "--", rel], cwd=ROOT, check=False).returncode == 0:
+        return False
+    head = subprocess.run(["git", "show", f"HEAD:{rel}"], cwd=ROOT, capture_output=True, text=True, check=False)
+    if head.returncode != 0 or not page.is_file():
+        return True
+    return _outside_blocks(page.read_text(), blocks) != _outside_blocks(head.stdout, blocks)
+
+
+def _outside_blocks(text: str, blocks: tuple[str, ...]) -> str:
+    """``text`` with the body of each numbers block in ``blocks`` emptied (its markers kept)."""
+    for name in blocks:
+        start, end = f"<!-- numbers:{name}:start -->", f"<!-- numbers:{name}:end -->"
+        i = text.find(start)
+        j = text.find(end, i + len(start)) if i >= 0 else -1
+        if i >= 0 and j >= 0:
+            text = text[:i + len(start)] + text[j:]
+    return text
 
 
 def refresh_doc_blocks(study: Study) -> tuple[tuple[Path, ...], str]:
@@ -335,7 +354,7 @@ def refresh_doc_blocks(study: Study) -> tuple[tuple[Path, ...], str]:
     pages = block_pages(study.doc_blocks)
     if not pages:
         return (), ""
-    busy = sorted({p for p in pages.values() if _page_has_edits(p)})
+    busy = sorted({p for p in pages.values() if _page_has_edits(p, tuple(n for n, q in pages.items() if q == p))})
     names = [n for n, p in pages.items() if p not in busy]
     note = ""
     if names:

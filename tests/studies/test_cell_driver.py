@@ -393,7 +393,7 @@ def test_the_doc_blocks_are_re_rendered_on_pages_nobody_is_editing(cd, study, tm
 
     pages = {"b1": cd.ROOT / "docs" / "compare.md", "b2": cd.ROOT / "README.md"}
     monkeypatch.setattr(cd, "block_pages", lambda names: {n: pages[n] for n in names})
-    monkeypatch.setattr(cd, "_page_has_edits", lambda page: page.name == "README.md")
+    monkeypatch.setattr(cd, "_page_has_edits", lambda page, blocks=(): page.name == "README.md")
     calls: list[list[str]] = []
     monkeypatch.setattr(cd.subprocess, "run", lambda args, **kw: calls.append(list(args))
                         or subprocess.CompletedProcess(args, 0, "", ""))
@@ -410,7 +410,7 @@ def test_a_block_that_fails_to_render_is_said_and_its_page_not_committed(cd, stu
     import subprocess
 
     monkeypatch.setattr(cd, "block_pages", lambda names: {"b1": cd.ROOT / "docs" / "compare.md"})
-    monkeypatch.setattr(cd, "_page_has_edits", lambda page: False)
+    monkeypatch.setattr(cd, "_page_has_edits", lambda page, blocks=(): False)
     monkeypatch.setattr(cd.subprocess, "run", lambda args, **kw: subprocess.CompletedProcess(args, 1, "", "boom"))
     assert cd.refresh_doc_blocks(dataclasses.replace(study, doc_blocks=("b1",))) == (
         (), "; doc blocks b1 FAILED to render (exit 1)")
@@ -703,3 +703,18 @@ def test_until_is_read_as_a_time_of_today(cd) -> None:
             cd.parse_until(bad, now)
     with pytest.raises(ValueError, match="--stop-at '07:59': that time has passed"):
         cd.parse_until("07:59", now, flag="--stop-at")
+
+
+def test_an_edit_only_inside_the_drivers_blocks_does_not_hold_a_page_back(cd) -> None:
+    """A page whose only uncommitted change lies inside the blocks the driver renders (a killed driver's render) is
+    rendered again; an edit outside them (someone writing the page), or in another block, holds it back."""
+    head = "# Page\n\ntext\n<!-- numbers:m:start -->\nold\n<!-- numbers:m:end -->\nmore\n<!-- numbers:o:start -->\nx\n<!-- numbers:o:end -->\n"
+    ours = head.replace("\nold\n", "\nnew numbers\n")
+    assert cd._outside_blocks(ours, ("m",)) == cd._outside_blocks(head, ("m",))
+    assert cd._outside_blocks(ours.replace("more", "more, by hand"), ("m",)) != cd._outside_blocks(head, ("m",))
+    assert cd._outside_blocks(head.replace("\nx\n", "\ny\n"), ("m",)) != cd._outside_blocks(head, ("m",))
+    assert cd._outside_blocks(ours, ()) != cd._outside_blocks(head, ())  # no block named: any edit counts
+    readme = cd.ROOT / "README.md"  # the real page, clean or not: no edit outside its blocks counts as one inside
+    text = readme.read_text()
+    assert "<!-- numbers:authority-map-readme:start -->" in text
+    assert cd._outside_blocks(text, ("authority-map-readme",)).count("numbers:authority-map-readme") == 2
