@@ -695,7 +695,8 @@ def _expand(study: Study, root: Path, todo: list, running: list, waiting: list) 
                   f"running cells finish ({pick.why})", flush=True)
         return False
     todo.pop(0)
-    cells = [c for c in b.cells(pick.methods or ()) if not study.committed(c)]
+    held = {c for c, _, _ in running}  # adopted before the block was reached (_adopt_running)
+    cells = [c for c in b.cells(pick.methods or ()) if not study.committed(c) and c not in held]
     todo[:0] = cells
     verdict = "not decided, skipped" if pick.methods is None else f"{len(cells)} cells added"
     print(f"{time.strftime('%H:%M:%S')} block{_where(b.cells()[0])}: {verdict} ({pick.why})", flush=True)
@@ -706,6 +707,8 @@ def _start_next(study: Study, root: Path, todo: list, running: list, parallel: i
                 waiting: list, deadline: Deadline | None = None) -> None:
     """Start cells from the head of ``todo`` while there is room; finish those already done; adopt a cell that a
     foreign stare compare is running (:class:`Adopted`); decide a conditional block (:class:`Block`) when it is reached."""
+    if _unadopted(root, running):  # a previous driver's run of a cell still queued or in a block: hold it first
+        _adopt_running(root, todo, running)
     while todo and len(running) + _unadopted(root, running) < parallel and not (root / "STOP").exists():
         if isinstance(todo[0], Block):
             if not _expand(study, root, todo, running, waiting):
@@ -909,15 +912,21 @@ def _stop_running(study: Study, root: Path, todo: list, running: list, commit: C
 
 
 def _adopt_running(root: Path, todo: list, running: list) -> int:
-    """Move every queued cell that a foreign ``stare compare`` is running into ``running`` (:class:`Adopted`);
-    returns how many."""
+    """Move every queued cell that a foreign ``stare compare`` is running into ``running`` (:class:`Adopted`); a cell
+    of a conditional block not reached yet (a previous driver decided it and started the cell) is adopted too and
+    stays in its block, which leaves it out when it is expanded (:func:`_expand`). Returns how many."""
     procs = foreign_runs(exclude={p.pid for _, p, _ in running if not isinstance(p, Adopted)})
+    held = {c for c, _, _ in running}
+    queued = [x for x in todo if isinstance(x, Cell)]
+    in_blocks = [c for x in todo if isinstance(x, Block) for c in x.cells()]
     adopted = 0
-    for c in [x for x in todo if isinstance(x, Cell)]:
-        pid = runner(root, c, procs)
+    for c in [*queued, *in_blocks]:
+        pid = None if c in held else runner(root, c, procs)
         if pid:
-            todo.remove(c)
+            if c in todo:
+                todo.remove(c)
             running.append((c, Adopted(pid), time.time()))
+            held.add(c)
             print(f"{time.strftime('%H:%M:%S')} adopted: pid {pid} (a stare compare this driver did not start) is "
                   f"running {c.method}/seed{c.seed}{_where(c)}; the cell is committed here when that process ends",
                   flush=True)

@@ -718,3 +718,27 @@ def test_an_edit_only_inside_the_drivers_blocks_does_not_hold_a_page_back(cd) ->
     text = readme.read_text()
     assert "<!-- numbers:authority-map-readme:start -->" in text
     assert cd._outside_blocks(text, ("authority-map-readme",)).count("numbers:authority-map-readme") == 2
+
+
+def test_a_foreign_run_of_a_cell_in_a_block_not_reached_is_adopted_and_not_started_again(cd, study, tmp_path: Path,
+                                                                                        monkeypatch) -> None:
+    """A restarted driver: a previous driver had decided a conditional block and started one of its cells. The new
+    driver adopts that run at once (it holds a slot, gets SIGTERM at a stop, is committed when it ends), and when it
+    reaches the block, the block's cells leave the adopted one out."""
+    root = tmp_path / "runs"
+    decide = lambda r, running: cd.Pick(("grpo", "stare"), "both")  # noqa: E731
+    block = cd.Block("a", (0, 1), ("grpo", "stare"), decide)
+    inside = cd.Cell("a", "stare", 1)
+    foreign = cd.Foreign(9, (root / "a").resolve(), ["stare", "compare", "--out", "x", "--methods", "stare",
+                                                      "--seeds", "1"])
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [f for f in [foreign] if f.pid not in exclude])
+    monkeypatch.setattr(cd, "pid_alive", lambda pid: True)
+    launched: list = []
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: launched.append(c) or type("P", (), {"pid": 100 + len(launched),
+                                                                                           "poll": lambda self: None})())
+    todo, running = [block], []
+    assert cd._adopt_running(root, todo, running) == 1 and todo == [block]  # adopted; the block stays a block
+    assert [(c, type(p).__name__) for c, p, _ in running] == [(inside, "Adopted")]
+    cd._start_next(dataclasses.replace(study, order=(block,)), root, todo, running, 3, lambda f, m: "", [])
+    assert launched == [cd.Cell("a", "grpo", 0), cd.Cell("a", "stare", 0)]  # the third slot is the adopted run's
+    assert todo == [cd.Cell("a", "grpo", 1)]  # stare/seed1 is not queued again
