@@ -49,7 +49,9 @@ cell of the order that needs another model instead, up to the next conditional b
 its turn once the first one trains (the library's lock makes a cell that starts anyway wait, not train twice).
 
 A block of the order may be conditional (``Block.when``): which of its cells run is decided when the driver reaches
-it, from the cells finished by then (e.g. a phase that runs only where a reference cell reached something). Until
+it, from the cells finished by then (e.g. a phase that runs only where a reference cell reached something), or
+earlier, when none of the cells queued before it can start now (``--until``, or their model is being built) and its
+rule waits for none of them: it picks then what it would pick in its turn, and its cells fill the idle slots. Until
 then --dry-run and --status list it as one line saying on what it waits; the commit message counts the cells
 planned so far (static blocks and the cells that decided blocks picked).
 """
@@ -120,7 +122,9 @@ class Block(NamedTuple):
 
     ``when`` (optional) makes the block conditional: called when the driver reaches the block, it picks which of
     ``methods`` run (:class:`Pick`). While it answers ``None`` the driver waits for its own running cells; with none
-    running, an undecided block is skipped (said in the log)."""
+    running, an undecided block is skipped (said in the log). It must answer ``None`` while a cell it reads is in
+    the cells that may still finish (its second argument): the driver also asks it ahead of the block's turn, with
+    the cells queued before the block among those (:func:`_decide_ahead`)."""
 
     part: str
     seeds: tuple[int, ...]
@@ -772,13 +776,20 @@ def _next_startable(study: Study, root: Path, todo: list, running: list,
     """The head cell, or, while a running cell may be building its model (or decides whether the head runs at all:
     ``Study.waits_for``), the first cell up to the next block that may start; None if there is none (the head then
     waits for a slot, that first step, or that cell's end). With a deadline, only a cell that fits before it
-    (:class:`Deadline`): the first such cell up to the next block."""
+    (:class:`Deadline`): the first such cell up to the next block. A conditional block reached this way, with no
+    cell before it able to start now, is decided ahead of its turn where its rule does not wait for any of those
+    cells (:func:`_decide_ahead`), and the look goes on through its cells."""
     busy = _starting(study, root, running)
     walls = _committed_walls(study) if deadline is not None else {}
     now_running = {c for c, _, _ in running}
-    for x in todo:
+    i = 0
+    while i < len(todo):
+        x = todo[i]
         if isinstance(x, Block):
-            return None
+            if i == 0 or not _decide_ahead(study, root, todo, i, running):
+                return None
+            continue  # todo[i] is now the block's first cell, or what followed the block
+        i += 1
         if study.skip is not None and not run_dir(root, x).exists() and study.skip(x, root):
             return x  # it will not run (the caller says why): no slot, no model, no deadline to fit
         if study.start_group is not None and study.start_group(x) in busy:
@@ -796,6 +807,32 @@ def _next_startable(study: Study, root: Path, todo: list, running: list,
             print(f"{time.strftime('%H:%M:%S')} {head.method}/seed{head.seed}{_where(head)} waits: {why}", flush=True)
         return x
     return None
+
+
+def _decide_ahead(study: Study, root: Path, todo: list, i: int, running: list) -> bool:
+    """The conditional block ``todo[i]`` decided before the driver reaches it: its rule is asked with the running
+    cells and the cells queued before it (``todo[:i]``) as the cells that may still finish, so it picks now only
+    if it depends on none of them, and picks what it would pick in its turn. Then the block is replaced in place by
+    its cells (those not committed and not running) and True is returned; False while the rule waits, or if it
+    raises (in its turn, :func:`decide` says the error).
+
+    Why: with ``--until`` (or while a model is being built) the cells before a block may be unable to start, e.g. a
+    session's last hour holding only cells longer than that, while the next block's short cells wait behind them on
+    idle cores (2026-11-28). Only which cell runs next changes, never which cells run."""
+    b = todo[i]
+    ahead = frozenset({c for c, _, _ in running} | {c for c in todo[:i] if isinstance(c, Cell)})
+    try:
+        pick = b.when(root, ahead)
+    except Exception:  # noqa: BLE001  (decided in its turn, where the error is said)
+        return False
+    if pick.methods is None:
+        return False
+    held = {c for c, _, _ in running}
+    cells = [c for c in b.cells(pick.methods) if not study.committed(c) and c not in held]
+    todo[i:i + 1] = cells
+    print(f"{time.strftime('%H:%M:%S')} block{_where(b.cells()[0])}: {len(cells)} cells added ahead of its turn, "
+          f"as none of the {i} cells before it can start now ({pick.why})", flush=True)
+    return True
 
 
 def restore_committed(study: Study, root: Path) -> list[Cell]:

@@ -233,8 +233,9 @@ def test_cells_that_start_from_a_model_being_built_wait_and_the_next_other_model
     import dataclasses
 
     root = tmp_path / "runs"
-    order = (cd.Block("a", (0,), ("grpo_h1", "c2_h1", "grpo_h2", "c2_h2")),
-             cd.Block("a", (0,), ("late",), lambda r, x: cd.Pick(("late",), "")))
+    first = cd.Block("a", (0,), ("grpo_h1", "c2_h1", "grpo_h2", "c2_h2"))  # a block that reads them: never ahead
+    order = (first, cd.Block("a", (0,), ("late",),
+                             lambda r, x: cd.Pick(None, "") if x is None or x & set(first.cells()) else cd.Pick(("late",), "")))
     study = cd.Study(tag="#0 fake", grids={"a": tmp_path / "a.yaml"}, order=order, docs=tmp_path / "docs",
                      analyze=tmp_path / "analyze.py", run_root=root,
                      start_group=lambda c: c.method.split("_")[-1])
@@ -666,6 +667,41 @@ def test_a_cell_waits_while_a_cell_that_decides_whether_it_runs_is_running(cd, s
     assert "skip stare/seed0 (a): redundant" in capsys.readouterr().out
     assert cd._next_startable(waiting, root, [b0, cd.Block("bb", (0,), ("grpo",)), bb0], running) is None  # a block ends it
 
+
+
+def test_a_block_whose_rule_reads_none_of_the_cells_before_it_is_decided_ahead_of_its_turn(cd, study, tmp_path: Path,
+                                                                                          capsys) -> None:
+    """When no cell queued before a conditional block can start now (here: it waits for a running cell; with
+    --until, none fits), the block is decided ahead of its turn if its rule reads none of those cells nor the
+    running ones: they are passed to it as the cells that may still finish. Its cells then take the idle slot in
+    place. A rule that reads one of them, or raises, leaves the block for its turn."""
+    root = tmp_path / "runs"
+    a0, b0, a1, _, bb0 = study.cells()  # a: grpo and stare per seed; bb: grpo
+    waiting = dataclasses.replace(study, waits_for=lambda c: (cd.Cell(c.part, "grpo", c.seed),) if c.method == "stare" else ())
+    proc = type("P", (), {"pid": 999, "poll": lambda self: None})()
+    running = [(a0, proc, 0.0)]
+    asked: list = []
+
+    def reads(cell):  # a rule that reads one cell: it waits while that cell may still finish
+        def when(r, may_finish):  # noqa: ANN001, ANN202
+            asked.append(may_finish)
+            return cd.Pick(None, "waits") if cell in may_finish else cd.Pick(("grpo",), f"read {cell.method}")
+        return when
+
+    for rule in (reads(a0), reads(b0)):  # the running cell; the queued one
+        block = cd.Block("bb", (0,), ("grpo",), rule)
+        todo = [b0, block]
+        assert cd._next_startable(waiting, root, todo, running) is None and todo == [b0, block]
+    assert asked[-1] == frozenset({a0, b0})  # the running cells and those queued before the block
+    todo = [b0, cd.Block("bb", (0,), ("grpo",), reads(a1))]  # a1: neither running nor queued before it
+    assert cd._next_startable(waiting, root, todo, running) == bb0 and todo == [b0, bb0]
+    assert "block (bb): 1 cells added ahead of its turn, as none of the 1 cells before it can start now (read grpo)" \
+        in capsys.readouterr().out
+    broken = cd.Block("bb", (0,), ("grpo",), lambda r, m: 1 / 0)
+    todo = [b0, broken]
+    assert cd._next_startable(waiting, root, todo, running) is None and todo == [b0, broken]
+    todo = [b0, cd.Block("bb", (0,), ("grpo",), reads(a1))]  # b0 can start (nothing runs): the block keeps its turn
+    assert cd._next_startable(waiting, root, todo, []) is b0 and isinstance(todo[1], cd.Block)
 
 def test_a_start_cost_counts_once_per_start_group(cd, study, tmp_path: Path, monkeypatch) -> None:
     """``Study.start_cost`` (e.g. a warm start the machine's cache lacks): added to a not-started cell's estimate
