@@ -217,29 +217,28 @@ def test_authority_map_block_reads_rules_h_f_d(monkeypatch) -> None:
     assert "\nRule D (`auto_fallback`'s default): **bonus** with the hand-off at W 3 and the bonus's span log 50." in text
 
 
-def test_the_readmes_authority_summary_counts_rule_h_and_d(monkeypatch) -> None:
-    """The README's few lines on the map: rule H per task at each target, each bound's rescues (with their pass@1
-    change) and lost holds as rule D counts them, then rule D's reading; a bound that rescued every miss of a task is
-    named while D reads none, and the pairs each bound rescued (HYPOTHESES.md: then the README says where to turn it
-    on, and with which bound)."""
+def test_the_readmes_authority_table_counts_rule_h_f_and_d(monkeypatch) -> None:
+    """The README's table of the map: a row per task and target with rule H's count for the selection alone and, per
+    bound with a pair measured, its holds, rescues and costs as rule D counts them (naming the cells where only some
+    were), pairs not run yet, and pairs rule R keeps out; then each bound's pass@1 on its rescues and rule D's
+    reading, with the tasks where a bound rescued every miss while it reads none (HYPOTHESES.md, rule D amended: the
+    README says in which cells to turn it on, and with which bound)."""
     amap, cells = _hand_map()
     monkeypatch.setattr(authority_docs, "load_json", lambda rel: amap)
     text = authority_docs.render_authority_map_readme()
     assert "so far seed 0, 4 of 9 cells)" in text and "≥ 90 % of steps after the first crossing" in text
-    assert ("- At 0.7x of the start, the selection alone (`weight_control=\"auto\"`, C2 or `stare_sensitivity`) held "
-            "1 of 2 cells: `t` 1 of 2.") in text
-    assert ("  - W ≤ 50: rescued 1 of the 1 cell the selection missed (pass@1 -8.0 points on those), cost in 0 "
-            "of the 0 the selection held (1 of 2 pairs measured);\n"
-            "  - W ≤ 3: rescued 1 of the 1 cell the selection missed (pass@1 -4.0 points on those)") in text
-    assert "(pass@1 -2.0 points on those), cost in 0 of the 0 the selection held (1 of 2 pairs measured).\n" in text
-    assert ("- So `auto_fallback` is off by default (rule D so far: none). Turn it on by hand where W sits at its "
-            "bound; it rescued every miss of `t` with W ≤ 50 (1 of 1), and with W ≤ 3 (1 of 1), and with W ≤ 3 and "
-            "span log 50 (1 of 1). The cells each bound rescued so far:\n"
-            "  - with `auto_w_max` 3 and `auto_bonus_span` log 50: `t` at 0.7x (hidden 64 sensitivity).\n"
-            "  - with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity).\n"
-            "  - with `auto_w_max` 50: `t` at 0.7x (hidden 64 sensitivity).\n") in text  # HYPOTHESES.md, rule D amended
-    assert ("(rule F: it rescues a miss where it holds the cell or adds ≥ 20 points of the band; it costs where the "
-            "selection held if the band falls by more than 5 points or pass@1 by more than 2):") in text  # registered
+    assert ("| task, target | selection alone: held | + bonus, W ≤ 50 | + bonus, W ≤ 3 | + bonus, W ≤ 3, span log 50 |\n"
+            "|---|---|---|---|---|\n"
+            "| `t`, 0.7x | 1 of 2 | held 0 of 1; rescued 1 of 1; 1 not run yet | held 1 of 1; rescued 1 of 1 "
+            "| held 1 of 1; rescued 1 of 1 |\n") in text
+    assert ("holds the cell or adds ≥ 20 points of that share, and costs a hold where the share falls by more than 5 "
+            "points or pass@1 by more than 2 (rule F)") in text  # the registered thresholds
+    assert ("on the misses it rescued, its pass@1 against the selection alone: W ≤ 50: -8.0; W ≤ 3: -4.0; "
+            "W ≤ 3, span log 50: -2.0 points.") in text
+    assert ("So `auto_fallback` is off by default (rule D so far: none; `bonus` needs ≥ 3 misses, ≥ 2/3 of them "
+            "rescued and no cost; W ≤ 50: rescued 1 of 1 and cost 0 of 0; W ≤ 3: rescued 1 of 1 and cost 0 of 0; "
+            "W ≤ 3, span log 50: rescued 1 of 1 and cost 0 of 0). Turn it on by hand where W sits at its bound and the "
+            "table shows a rescue; it rescued every miss of `t` with every bound.") in text
     assert "docs/controller.md#the-authority-map-issue-46" in text and "rule S" not in text
     # rule S: seeds 1 and 2 for each close cell; a seed read from the twin's run (rule T) counts as finished
     amap["rules"]["S"] = {"t": {"sens_h64": ["rolling band 85.0 % in [80, 90)"], "sens_fb_h64": ["..."]}}
@@ -249,26 +248,38 @@ def test_the_readmes_authority_summary_counts_rule_h_and_d(monkeypatch) -> None:
     assert ("; rule S adds seeds 1 and 2 to the 2 close cells (a band in [80, 90) % or a pair's gain in [15, 25) "
             "points), 3 of 4 finished; a value is the mean over a cell's finished seeds)") in authority_docs.render_authority_map_readme()
     del amap["rules"]["S"], cells["sens_fb_h64"]["twin_seeds"]
-    amap["rules"]["D3"]["costs"] = ["t h128 C2 0.7x", "t h64 C2 0.7x"]  # holds it cost in (rule F), per pair
-    assert ("  - with `auto_w_max` 3: `t` at 0.7x (hidden 64 sensitivity) (and where the selection held, it cost in "
-            "`t` at 0.7x (hidden 64 C2, hidden 128 C2)).") in authority_docs.render_authority_map_readme()
-    amap["rules"]["D3"]["costs"] = []
-    amap["rules"]["D3"]["rescued"] = []  # W <= 3 rescued nothing: not named; no pass@1 clause for it
+    # a second width: W <= 3 rescues one of two misses and costs a hold: the cells named, only where some were
+    cells["c2_h128"] = _map_cell("t", "C2", 128, rolling=0.95, p1=0.55, pk=0.90)
+    cells["sens_h128"] = _map_cell("t", "sensitivity", 128, rolling=0.30, p1=0.58, pk=0.82)
+    amap["rules"]["H"].update({"t/c2_h128": {"verdict": "holds"}, "t/sens_h128": {"verdict": "does not hold"}})
+    for key in ("t h128 sensitivity 0.7x", "t h64 C2 0.7x"):
+        amap["rules"]["F3"][key] = {"verdict": "x", "rescue": False, "with_fallback_holds": False,
+                                    "d_pass@1_points": -1.0, "d_pass@k_points": 0.0}
+    amap["rules"]["D3"].update(misses=["t h64 sensitivity 0.7x", "t h128 sensitivity 0.7x"],
+                               selection_holds=["t h64 C2 0.7x"], costs=["t h64 C2 0.7x"])
+    amap["rules"]["F3"]["t h128 sensitivity 0.7x"]["verdict"] = "skipped (rule R does not hold at this width)"
+    del amap["rules"]["F3"]["t h128 sensitivity 0.7x"]["rescue"]  # kept out by rule R: neither planned nor run
+    row = [line for line in authority_docs.render_authority_map_readme().splitlines() if line.startswith("| `t`, 0.7x")][0]
+    assert row.split(" | ")[3] == "held 1 of 2; rescued 1 of 2 (h64 sensitivity); cost 1 of 1", row
+    amap["rules"]["F3"]["t h128 sensitivity 0.7x"].update(verdict="does not rescue", rescue=False)
+    row = [line for line in authority_docs.render_authority_map_readme().splitlines() if line.startswith("| `t`, 0.7x")][0]
+    assert row.split(" | ")[1:4] == ["2 of 4", "held 0 of 1; rescued 1 of 1; 1 not run yet",
+                                     "held 1 of 3; rescued 1 of 2 (h64 sensitivity); cost 1 of 1"], row
     text = authority_docs.render_authority_map_readme()
-    assert "  - W ≤ 3: rescued 0 of the 1 cell the selection missed, cost in" in text
-    assert "every miss of `t` with W ≤ 50 (1 of 1), and with W ≤ 3 and span log 50 (1 of 1)." in text
+    assert "every miss of `t` with W ≤ 50 and with W ≤ 3, span log 50." in text  # W <= 3 missed one: not named
     amap["rules"]["D3s"]["pairs_measured"] = 0  # a bound with no pair measured is left out
     text = authority_docs.render_authority_map_readme()
-    assert "W ≤ 3 and span log 50" not in text and "`auto_bonus_span`" not in text
-    cells["sens_h64"]["slot"] = dict(cells["sens_h64"]["slot"], target="0.5x")  # a second target: its own line
-    amap["rules"]["H"]["t/sens_h64"] = {"verdict": "holds"}
+    assert "span log 50" not in text and text.count(" | ") == 2 * 3
+    cells["sens_h64"]["slot"] = dict(cells["sens_h64"]["slot"], target="0.5x")  # a second target: its own row
+    amap["rules"]["F"]["t h64 sensitivity 0.5x"] = amap["rules"]["F"].pop("t h64 sensitivity 0.7x")
+    amap["rules"]["D"].update(misses=["t h64 sensitivity 0.5x"], rescued=[])  # there, W <= 50 rescued nothing
     text = authority_docs.render_authority_map_readme()
-    assert text.index("- At 0.7x of the start") < text.index("- At 0.5x of the start")
-    assert "- At 0.5x of the start, the selection alone (`weight_control=\"auto\"`, C2 or `stare_sensitivity`) held 1 of 1 cell:" in text
+    assert text.index("| `t`, 0.7x |") < text.index("| `t`, 0.5x | 0 of 1 | held 0 of 1; rescued 0 of 1 | not in the map |")
+    assert "its pass@1 against the selection alone: W ≤ 3: -4.0 points." in text  # W <= 50 rescued nothing: no range
     amap["rules"]["D_amended"] = {"verdict": "bonus", "hand_off_w": 3.0, "bonus_span": "log 50", "provisional": False}
     text = authority_docs.render_authority_map_readme()
     assert "so far" not in text and "Turn it on by hand" not in text
-    assert "- So `auto_fallback` defaults to `bonus` with the hand-off at W 3 and the bonus's span log 50 (rule D)." in text
+    assert "So `auto_fallback` defaults to `bonus` with the hand-off at W 3 and the bonus's span log 50 (rule D: " in text
 
 
 def test_bonus_span_block_sets_each_b3_cell_beside_its_b3s_twin(monkeypatch) -> None:
@@ -361,27 +372,31 @@ def test_fallback_handoff_block_counts_the_wait_after_the_first_crossing(monkeyp
 
 
 def test_the_readmes_word_on_w_at_3_against_50_is_the_maps(monkeypatch) -> None:
-    """README ("Which setting to start with"), the fallback's bullet: per task, the cells each hand-off bound held
-    (rule H) and the pairs where W <= 3's band was the higher, with its pass@1 change, from the map's F3 pairs (their
-    ``against_b``: B3 against B) on a hand-made map; a pair with a cell not finished is left out."""
+    """README ("Which setting to start with"), the fallback's bullet: per task, which hand-off bound held more cells
+    (rule H) over the map's F3 pairs with both cells finished (their ``against_b``: B3 against B), on a hand-made
+    map; "depends on the task" only where the tasks differ; a pair with a cell not finished is left out."""
     h = {"t/a_fb": "holds", "t/a_fb3": "does not hold", "t/b_fb": "does not hold", "t/b_fb3": "holds",
-         "u/a_fb": "holds", "u/a_fb3": "holds"}
-    f3 = {"t h64 C2 0.7x": {"with": "t/a_fb3", "against_b": {"b": "t/a_fb", "d_rolling_points": -12.0,
-                                                               "d_pass@1_points": -3.0}},
-          "t h64 sensitivity 0.7x": {"with": "t/b_fb3", "against_b": {"b": "t/b_fb", "d_rolling_points": 30.0,
-                                                                       "d_pass@1_points": 1.5}},
-          "u h64 C2 0.7x": {"with": "u/a_fb3", "against_b": {"b": "u/a_fb", "d_rolling_points": None,
-                                                               "d_pass@1_points": None}}}
-    amap = {"tasks": {"t": {}, "u": {}}, "rules": {"H": {k: {"verdict": v} for k, v in h.items()}, "F3": f3}}
+         "t/c_fb": "does not hold", "t/c_fb3": "holds", "u/a_fb": "holds", "u/a_fb3": "does not hold",
+         "v/a_fb": "holds", "v/a_fb3": "holds", "w/a_fb": "holds", "w/a_fb3": "holds"}
+    f3 = {"t h64 C2 0.7x": {"with": "t/a_fb3", "against_b": {"b": "t/a_fb", "d_rolling_points": -12.0}},
+          "t h64 sensitivity 0.7x": {"with": "t/b_fb3", "against_b": {"b": "t/b_fb", "d_rolling_points": 30.0}},
+          "t h128 C2 0.7x": {"with": "t/c_fb3", "against_b": {"b": "t/c_fb", "d_rolling_points": 30.0}},
+          "u h64 C2 0.7x": {"with": "u/a_fb3", "against_b": {"b": "u/a_fb", "d_rolling_points": -20.0}},
+          "v h64 C2 0.7x": {"with": "v/a_fb3", "against_b": {"b": "v/a_fb", "d_rolling_points": 1.0}},
+          "w h64 C2 0.7x": {"with": "w/a_fb3", "against_b": {"b": "w/a_fb", "d_rolling_points": None}}}
+    amap = {"tasks": {"t": {}, "u": {}, "v": {}, "w": {}},
+            "rules": {"H": {k: {"verdict": v} for k, v in h.items()}, "F3": f3}}
     monkeypatch.setattr(authority_docs, "load_json", lambda rel: amap)
     text = authority_docs.render_fallback_bounds_readme()
     assert text.startswith("- If W still sits at its bound") and text.count("\n") == 0  # one bullet
-    assert ("In the authority map at 0.7x (with the fallback, per pair of cells; a value is the mean over a cell's "
-            "finished seeds): on `t`, W ≤ 3 held 1 of 2 cells and W ≤ 50 1; W ≤ 3's band was the higher in 1 of 2 "
-            "pairs, its pass@1 -3.0 to +1.5 points against W ≤ 50. How it works") in text
-    assert "`u`" not in text  # its one pair is not finished
+    assert ("Which bound works depends on the task: in the authority map at 0.7x, the bound that held more cells was "
+            "W ≤ 3 on `t`; W ≤ 50 on `u`, as many with either on `v` (the table below). How it works") in text
+    assert "`w`" not in text  # its one pair is not finished
+    del f3["u h64 C2 0.7x"]
+    assert ("In the authority map at 0.7x, the bound that held more cells was W ≤ 3 on `t`, as many with either on "
+            "`v` (the table below).") in authority_docs.render_fallback_bounds_readme()  # one bound: no "depends"
     amap["rules"]["F3"] = {}
-    assert "Which bound works" not in authority_docs.render_fallback_bounds_readme()  # no pair yet: nothing said
+    assert "authority map" not in authority_docs.render_fallback_bounds_readme()  # no pair yet: nothing said
 
 
 def test_methods_word_on_w_at_3_at_seed_0_is_the_maps() -> None:

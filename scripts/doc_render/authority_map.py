@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import statistics
+from fractions import Fraction
 
 import yaml
 
@@ -167,102 +168,137 @@ def render_authority_map() -> str:
 
 
 def render_authority_map_readme() -> str:
-    """README "Which setting to start with": the authority map (studies/authority_map, issue #46) in a few lines,
-    from ``docs/results/authority_map/authority_map.json``: per target, how many cells the selection alone held
-    (rule H) by task; per fallback bound, what rule D counts (misses rescued with their pass@1 change, holds lost);
-    rule D's reading and, while it reads none, where to turn the fallback on (the tasks where a bound rescued every
-    miss, then the pairs each bound rescued). The tables behind it are
-    docs/controller.md's ``authority-map`` block."""
+    """README "Which setting to start with": the authority map (studies/authority_map, issue #46) as one table, from
+    ``docs/results/authority_map/authority_map.json``. A row per task and target: how many cells the selection alone
+    held (rule H); per fallback bound with a pair measured, how many of its cells held with the bonus, how many of the
+    selection's misses it rescued and of its holds it cost (rule F, as rule D counts them), naming the cells where
+    only some did. Then each bound's pass@1 change on the misses it rescued, rule D's reading and, while it reads
+    none, the tasks where a bound rescued every miss. The tables behind it are docs/controller.md's
+    ``authority-map`` block."""
     a = load_json("authority_map/authority_map.json")
     rules, r = a["rules"], _authority_rules()
-    alone: dict[str, dict[str, list[bool]]] = {}  # target -> task -> rule H per finished selection-alone cell
+    provisional = rules["D_amended"]["provisional"]
+    alone: dict[tuple[str, str], list[bool]] = {}  # (task, target) -> rule H per finished selection-alone cell
     for task, t in a["tasks"].items():
         for name, c in t["cells"].items():
             s = c["slot"]
             if c["state"] == "finished" and c["scored"] and s["actuator"] != "grpo" and s["fallback"] == "none":
-                alone.setdefault(s["target"], {}).setdefault(task, []).append(
-                    rules["H"][f"{task}/{name}"]["verdict"] == "holds")
+                alone.setdefault((task, s["target"]), []).append(rules["H"][f"{task}/{name}"]["verdict"] == "holds")
+    bounds = [b for b in (("D", "F", "W ≤ 50"), ("D3", "F3", "W ≤ 3"), ("D3s", "F3s", "W ≤ 3, span log 50"))
+              if rules[b[0]]["pairs_measured"]]
+    order = list(a["tasks"])
+    rows = [f"| `{task}`, {target} | {sum(held)} of {len(held)} | "
+            + " | ".join(_bound_cell(rules, d_rule, f_rule, task, target) for d_rule, f_rule, _ in bounds) + " |"
+            for (task, target), held in sorted(alone.items(),  # the map's task order, the higher target first
+                                               key=lambda kv: (order.index(kv[0][0]), -float(kv[0][1].rstrip("x"))))]
     lines = [f"**Where the autopilot holds its target**: the authority map (issue #46, pre-registered: the tiny model "
-             f"on 3 tasks at 3 widths; {'so far ' if rules['D_amended']['provisional'] else ''}{_map_progress(a)}). "
-             "A cell holds when the 21-step mean of the "
-             f"batch entropy is within ±10 % of the target on ≥ {100 * r.HOLD:.0f} % of steps after the first "
-             "crossing (rule H).", ""]
-    for target in sorted(alone, reverse=True):
-        by = alone[target]
-        n = sum(len(v) for v in by.values())
-        lines.append(f"- At {target} of the start, the selection alone (`weight_control=\"auto\"`, C2 or "
-                     f"`stare_sensitivity`) held {sum(sum(v) for v in by.values())} of {n} cell{'s' * (n != 1)}: "
-                     + ", ".join(f"`{task}` {sum(v)} of {len(v)}" for task, v in by.items()) + ".")
-    bounds = (("D", "F", "W ≤ 50"), ("D3", "F3", "W ≤ 3"), ("D3s", "F3s", "W ≤ 3 and span log 50"))
-    parts = []
+             f"on 3 tasks at 3 widths, C2 and `stare_sensitivity` with `weight_control=\"auto\"`; "
+             f"{'so far ' if provisional else ''}{_map_progress(a)}). Per task and target, of its cells: how many "
+             "held the target with the selection alone, and with the second actuator (`auto_fallback=\"bonus\"`) at "
+             "each hand-off bound, how many held, how many of the selection's misses it rescued and of its holds it "
+             "cost:", "",
+             "| task, target | selection alone: held | " + " | ".join(f"+ bonus, {name}" for *_, name in bounds)
+             + " |", "|---|---|" + "---|" * len(bounds), *rows, ""]
+    drops = []
     for d_rule, f_rule, name in bounds:
-        d = rules[d_rule]
-        if not d["pairs_measured"]:
-            continue
-        drop = [rules[f_rule][k]["d_pass@1_points"] for k in d["rescued"]]
-        parts.append(f"  - {name}: rescued {len(d['rescued'])} of the {len(d['misses'])} cell{'s' * (len(d['misses']) != 1)} the "
-                     "selection missed"
-                     + (f" (pass@1 {span_text(drop, '{:+.1f}')} points on those)" if drop else "")
-                     + f", cost in {len(d['costs'])} of the {len(d['selection_holds'])} the selection held "
-                     f"({d['pairs_measured']} of {d['pairs_planned']} pairs measured);")
-    if parts:
-        parts[-1] = parts[-1].removesuffix(";") + "."
-        lines += ["- The second actuator (`auto_fallback=\"bonus\"`) against the selection alone, by hand-off bound "
-                  f"(rule F: it rescues a miss where it holds the cell or adds ≥ {r.RESCUE_POINTS:.0f} points of the "
-                  f"band; it costs where the selection held if the band falls by more than {r.COST_BAND_POINTS:.0f} "
-                  f"points or pass@1 by more than {r.COST_PASS1_POINTS:.0f}):",
-                  *parts]
+        drop = [rules[f_rule][k]["d_pass@1_points"] for k in rules[d_rule]["rescued"]]
+        if drop:
+            drops.append(f"{name}: {span_text(drop, '{:+.1f}')}")
+    lines.append(f"A cell holds when the 21-step mean of the batch entropy is within ±10 % of the target on "
+                 f"≥ {100 * r.HOLD:.0f} % of steps after the first crossing (rule H). The bonus rescues a miss where it "
+                 f"holds the cell or adds ≥ {r.RESCUE_POINTS:.0f} points of that share, and costs a hold where the "
+                 f"share falls by more than {r.COST_BAND_POINTS:.0f} points or pass@1 by more than "
+                 f"{r.COST_PASS1_POINTS:.0f} (rule F)"
+                 + (f"; on the misses it rescued, its pass@1 against the selection alone: {'; '.join(drops)} points"
+                    if drops else "") + ".")
     v = rules["D_amended"]
+    counts = "; ".join(f"{name}: rescued {len(rules[d_rule]['rescued'])} of {len(rules[d_rule]['misses'])} and cost "
+                       f"{len(rules[d_rule]['costs'])} of {len(rules[d_rule]['selection_holds'])}"
+                       for d_rule, _, name in bounds)
+    criterion = (f"`bonus` needs ≥ {r.D_MIN_MISSES} misses, ≥ {Fraction(r.D_SHARE).limit_denominator(10)} of them rescued and no "
+                 f"cost{'; ' + counts if counts else ''}")
     if v["verdict"] == "none":
         whole = []  # per task with a miss: the bounds that rescued every one of its misses
         for task in a["tasks"]:
-            names = [f"{name} ({len(m)} of {len(m)})" for d_rule, _, name in bounds
-                     if rules[d_rule]["pairs_measured"]
-                     and (m := [k for k in rules[d_rule]["misses"] if k.split()[0] == task])
+            names = [name for d_rule, _, name in bounds
+                     if (m := [k for k in rules[d_rule]["misses"] if k.split()[0] == task])
                      and all(k in rules[d_rule]["rescued"] for k in m)]
             if names:
-                whole.append(f"every miss of `{task}` with " + ", and with ".join(names))
-        lines.append(f"- So `auto_fallback` is off by default (rule D{' so far' if v['provisional'] else ''}: none). "
-                     "Turn it on by hand where W sits at its bound"
-                     + (f"; it rescued {'; '.join(whole)}" if whole else "")
-                     + f". The cells each bound rescued{' so far' if v['provisional'] else ''}:")
-        lines += _hand_on_lines(rules)
+                whole.append(f"`{task}` with " + ("every bound" if len(names) == len(bounds) > 1 else
+                                                   " and with ".join(names)))
+        lines += ["", f"So `auto_fallback` is off by default (rule D{' so far' if provisional else ''}: none; "
+                  f"{criterion}). Turn it on by hand where W sits at its bound and the table shows a rescue"
+                  + (f"; it rescued every miss of {', and of '.join(whole)}" if whole else "") + "."]
     else:
-        lines.append(f"- So `auto_fallback` defaults to `{v['verdict']}` with the hand-off at W {v['hand_off_w']:g}"
-                     + (f" and the bonus's span {v['bonus_span']}" if v.get("bonus_span") else "") + " (rule D).")
-    lines += ["", "Each cell, the tables by task and bound with their pass@1 and pass@8 cost, and why each miss misses: "
+        lines += ["", f"So `auto_fallback` defaults to `{v['verdict']}` with the hand-off at W {v['hand_off_w']:g}"
+                  + (f" and the bonus's span {v['bonus_span']}" if v.get("bonus_span") else "")
+                  + f" (rule D: {criterion})."]
+    lines += ["", "Each cell, its pass@1 and pass@8 cost, and why each miss misses: "
               "[docs/controller.md](docs/controller.md#the-authority-map-issue-46)."]
     return "\n".join(lines)
 
 
+def _bound_cell(rules: dict, d_rule: str, f_rule: str, task: str, target: str) -> str:
+    """One fallback bound at one task and target, for the README's table: of its measured pairs, how many held with
+    the bonus (rule H on the fallback cell), how many of the selection's misses it rescued and of its holds it cost
+    (rule D's lists), naming the cells (width, actuator) where only some did; pairs planned but not run yet."""
+    mine = lambda keys: [k for k in keys if k.split()[0] == task and k.split()[3] == target]  # noqa: E731
+    planned = [k for k in mine(rules.get(f_rule, {}))  # rule R keeps some pairs out of the map: not planned
+               if not str(rules[f_rule][k].get("verdict", "")).startswith("skipped")]
+    if not planned:
+        return "not in the map"
+    measured = [k for k in planned if "rescue" in rules[f_rule][k]]
+    if not measured:
+        return "not run yet"
+    d = rules[d_rule]
+    parts = [f"held {sum(bool(rules[f_rule][k]['with_fallback_holds']) for k in measured)} of {len(measured)}"]
+    for verb, hits, of in (("rescued", mine(d["rescued"]), mine(d["misses"])),
+                           ("cost", mine(d["costs"]), mine(d["selection_holds"]))):
+        if of:
+            parts.append(f"{verb} {len(hits)} of {len(of)}" + (
+                f" ({', '.join(_cell_name(k) for k in _by_width(hits))})" if 0 < len(hits) < len(of) else ""))
+    if len(measured) < len(planned):
+        parts.append(f"{len(planned) - len(measured)} not run yet")
+    return "; ".join(parts)
+
+
+def _by_width(keys: list[str]) -> list[str]:
+    """Rule F's pair keys (``"arithmetic h64 C2 0.7x"``) by width, then actuator."""
+    return sorted(keys, key=lambda k: (int(k.split()[1][1:]), k.split()[2]))
+
+
+def _cell_name(key: str) -> str:
+    """A pair key's width and actuator: ``"h64 C2"``."""
+    return " ".join(key.split()[1:3])
+
+
 def render_fallback_bounds_readme() -> str:
-    """README "Which setting to start with": the fallback's bullet, with what the map says of its two hand-off bounds
-    at 0.7x: per task, over the pairs with both finished (phase B3, W <= 3, against phase B, W <= 50; the F3 pairs'
-    ``against_b``), how many cells each bound held (rule H), in how many pairs W <= 3's band was the higher, and its
-    pass@1 change against W <= 50. Read from ``docs/results/authority_map/authority_map.json`` (seed means), so a
-    seed that turns a pair turns the sentence."""
+    """README "Which setting to start with": the fallback's bullet, with which of its two hand-off bounds held more
+    cells at 0.7x on each task: over the pairs with both finished (phase B3, W <= 3, against phase B, W <= 50; the F3
+    pairs' ``against_b``), the cells each bound held (rule H). Read from
+    ``docs/results/authority_map/authority_map.json`` (seed means), so a seed that turns a cell turns the sentence;
+    the counts themselves are the README's table (block ``authority-map-readme``)."""
     a = load_json("authority_map/authority_map.json")
     rules = a["rules"]
-    by_task: dict[str, list[tuple[bool, bool, float, float]]] = {}
+    by_task: dict[str, list[tuple[bool, bool]]] = {}
     for key, f in rules.get("F3", {}).items():
         b = f.get("against_b") or {}
         if b.get("d_rolling_points") is None:
             continue  # a cell of the pair not finished
         by_task.setdefault(key.split()[0], []).append(
-            (rules["H"][f["with"]]["verdict"] == "holds", rules["H"][b["b"]]["verdict"] == "holds",
-             b["d_rolling_points"], b["d_pass@1_points"]))
-    clauses = []
+            (rules["H"][f["with"]]["verdict"] == "holds", rules["H"][b["b"]]["verdict"] == "holds"))
+    more: dict[str, list[str]] = {"W ≤ 3": [], "W ≤ 50": [], "neither": []}
     for task in a["tasks"]:
-        pairs = by_task.get(task)
-        if not pairs:
-            continue
-        n = len(pairs)
-        clauses.append(f"`{task}`, W ≤ 3 held {sum(p[0] for p in pairs)} of {n} cells and W ≤ 50 "
-                       f"{sum(p[1] for p in pairs)}; W ≤ 3's band was the higher in {sum(p[2] > 0 for p in pairs)} of "
-                       f"{n} pairs, its pass@1 {span_text([p[3] for p in pairs], '{:+.1f}')} points against W ≤ 50")
-    said = ("Which bound works depends on the task. In the authority map at 0.7x (with the fallback, per pair of "
-            "cells; a value is the mean over a cell's finished seeds): " + "; on ".join(
-                ["on " + clauses[0], *clauses[1:]]) + ". ") if clauses else ""
+        if task in by_task:
+            w3, w50 = (sum(p[i] for p in by_task[task]) for i in (0, 1))
+            more["W ≤ 3" if w3 > w50 else "W ≤ 50" if w50 > w3 else "neither"].append(f"`{task}`")
+    said = ""
+    if by_task:
+        parts = [f"{bound} on {', '.join(tasks)}" for bound, tasks in more.items() if tasks and bound != "neither"]
+        tie = f", as many with either on {', '.join(more['neither'])}" if more["neither"] else ""
+        where = "the authority map at 0.7x, the bound that held more cells was " + "; ".join(parts or ["neither"])
+        said = (f"Which bound works depends on the task: in {where}" if len(parts) > 1 else f"In {where}") + (
+            f"{tie} (the table below). ")
     return ("- If W still sits at its bound (its selection has run out of tokens to act on, as on a wider model of the "
             "arithmetic task), `auto_fallback=\"bonus\"` hands the rest of the demand to an entropy bonus at the same "
             f"target, once W reaches `auto_w_max`. {said}How it works, and `auto_bonus_span` (the bonus's own span, "
@@ -339,27 +375,6 @@ def _authority_rules():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _hand_on_lines(rules: dict) -> list[str]:
-    """While rule D reads none (HYPOTHESES.md, rule D amended: the README says where to turn the fallback on, and
-    with which bound): per bound with a pair measured, the pairs it rescued, and where the selection held, those it
-    cost in (rule F)."""
-    return [f"  - with `auto_w_max` {w}: {_pair_list(rules[rule]['rescued'])}"
-            + (f" (and where the selection held, it cost in {_pair_list(rules[rule]['costs'])})"
-               if rules[rule]["costs"] else "") + "."
-            for w, rule in (("3 and `auto_bonus_span` log 50", "D3s"), ("3", "D3"), ("50", "D"))
-            if rules[rule]["pairs_measured"]]
-
-
-def _pair_list(keys: list[str]) -> str:
-    """Rule F's pair keys (``"arithmetic h64 C2 0.7x"``) as one phrase per task and target: ``arithmetic at 0.7x
-    (hidden 64 C2, hidden 64 sensitivity)``; ``none`` for no pair."""
-    by: dict[tuple[str, str], list[str]] = {}
-    for key in sorted(keys, key=lambda k: (k.split()[0], k.split()[3], int(k.split()[1][1:]), k.split()[2])):
-        task, width, actuator, target = key.split()
-        by.setdefault((task, target), []).append(f"hidden {width[1:]} {actuator}")
-    return "; ".join(f"`{task}` at {target} ({', '.join(items)})" for (task, target), items in by.items()) or "none"
 
 
 def _d3_clause(d3: dict, how: str) -> str:
