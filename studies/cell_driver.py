@@ -59,6 +59,7 @@ planned so far (static blocks and the cells that decided blocks picked).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import gzip
 import importlib.util
 import json
@@ -298,6 +299,14 @@ def refresh_report(study: Study, root: Path, part: str) -> None:
         subprocess.run(stare("compare", "--config", str(study.grids[part]), "--out", str(root / part), "--report-only",
                              "--seeds", ",".join(map(str, seeds))),
                        env=study.env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def refresh_reports(study: Study, root: Path, parts: list[str], parallel: int) -> None:
+    """:func:`refresh_report` for each of ``parts``, ``parallel`` at a time: on a new machine each grid's report
+    builds its task data and warm starts first (2026-11-29: 2, 7 and 9 minutes one after another, 18 minutes before the first cell)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        for done in [pool.submit(refresh_report, study, root, part) for part in parts]:
+            done.result()
 
 
 def run_analysis(study: Study, root: Path) -> str:
@@ -861,8 +870,7 @@ def run(study: Study, root: Path, parallel: int, commit: Commit = git_commit, un
     if restored:
         print(f"{time.strftime('%H:%M:%S')} {len(restored)} committed cells copied into {root} (the run root lacked "
               "them): the grid reports cover them", flush=True)
-        for part in dict.fromkeys(c.part for c in restored):
-            refresh_report(study, root, part)
+        refresh_reports(study, root, list(dict.fromkeys(c.part for c in restored)), parallel)
     todo: list[Cell | Block] = []
     for b in study.order:  # a conditional block stays a block until the driver reaches it
         todo += [c for c in b.cells() if not study.committed(c)] if b.when is None else [b]

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -484,6 +485,33 @@ def test_a_new_run_root_gets_the_committed_cells_so_the_grid_report_covers_them(
     shutil.rmtree(d)
     assert cd.run(study, root, 1) == 0 and refreshed == ["a"]  # the driver restores, then refreshes that grid's report
     assert (cd.run_dir(root, a0) / "compare_done.json").is_file()
+
+
+def test_the_restored_grids_reports_are_refreshed_side_by_side(cd, study, tmp_path: Path, monkeypatch) -> None:
+    """On a new machine each restored grid's report builds its task data and warm starts first (minutes each): the
+    driver refreshes the grids ``--parallel`` at a time, not one after another. Each refresh here waits at a barrier
+    that only both together pass; one at a time, the first would time out."""
+    old_root, root = tmp_path / "old", tmp_path / "runs"
+    a0, bb0 = study.cells()[0], study.cells()[-1]
+    assert a0.part != bb0.part
+    for c in (a0, bb0):
+        _fake_cell(cd, old_root, c)
+        cd.export_cell(study, old_root, c)
+    monkeypatch.setattr(cd, "in_head", lambda path: True)
+    barriers, refreshed = [threading.Barrier(2, timeout=10)], []
+
+    def refresh(s, r, part: str) -> None:
+        barriers[-1].wait()
+        refreshed.append(part)
+
+    monkeypatch.setattr(cd, "refresh_report", refresh)
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: (_ for _ in ()).throw(AssertionError("no cell may start")))
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "STOP").touch()
+    assert cd.run(study, root, 2) == 0 and sorted(refreshed) == sorted({a0.part, bb0.part})
+    barriers.append(threading.Barrier(2, timeout=1))
+    with pytest.raises(threading.BrokenBarrierError):  # one at a time, the first refresh waits for the second in vain
+        cd.refresh_reports(study, root, [a0.part, bb0.part], 1)
 
 
 def test_a_python_without_stare_rl_is_refused_before_any_listing(cd, study, monkeypatch, capsys) -> None:
