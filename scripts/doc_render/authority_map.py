@@ -233,8 +233,9 @@ def render_authority_map_readme() -> str:
         lines += ["", f"So `auto_fallback` defaults to `{v['verdict']}` with the hand-off at W {v['hand_off_w']:g}"
                   + (f" and the bonus's span {v['bonus_span']}" if v.get("bonus_span") else "")
                   + f" (rule D: {criterion})."]
-    lines += ["", "Each cell, its pass@1 and pass@8 cost, and why each miss misses: "
-              "[docs/controller.md](docs/controller.md#the-authority-map-issue-46)."]
+    lines += ["", "The tables with each setting's pass@1 and pass@8 cost and the band's range: "
+              "[docs/controller.md](docs/controller.md#the-authority-map-issue-46); every cell's values, and why each "
+              "miss misses: [authority_map.md](docs/results/authority_map/authority_map.md)."]
     return "\n".join(lines)
 
 
