@@ -1003,8 +1003,13 @@ def _reap(study: Study, root: Path, todo: list, running: list, commit: Commit,
                   f"{time.time() - t0:.0f} s; log {root / 'logs'}", flush=True)
     if done and refill is not None:
         refill()
+        # A block the refill decided lists an ended cell again (it has left ``running`` and is not committed yet),
+        # and the refill may have committed it already (a done cell at the head of the queue): each is committed
+        # once (2026-11-29: an adopted cell's end was committed twice, its grid report refreshed in between).
+        todo[:] = [x for x in todo if not (isinstance(x, Cell) and x in done)]
     for c in done:
-        finish(study, root, c, commit)
+        if not study.committed(c):
+            finish(study, root, c, commit)
 
 
 def environment_problem() -> str | None:

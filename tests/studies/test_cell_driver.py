@@ -587,6 +587,44 @@ def test_a_foreign_run_in_a_block_not_decided_yet_takes_a_slot(cd, study, tmp_pa
     assert launched == [first, second]
 
 
+def test_a_cell_that_ends_as_its_block_is_decided_is_committed_once(cd, study, tmp_path: Path, monkeypatch) -> None:
+    """A restarted driver adopted a previous driver's run of a cell in a block not reached yet. The run ends; the
+    freed slot's refill reaches the block, which (the cell has left ``running`` and is not committed yet) lists it
+    again. It is committed once, not by the refill and again after it (2026-11-29: two commits of one cell), and it
+    is not left in the queue to be committed a third time."""
+    root = tmp_path / "runs"
+    block = cd.Block("a", (0, 1), ("grpo", "stare"), lambda r, running: cd.Pick(("grpo", "stare"), "both"))
+    inside = cd.Cell("a", "grpo", 0)  # the block's first cell: the refill would reach it first
+    foreign = cd.Foreign(9, (root / "a").resolve(), ["stare", "compare", "--out", "x", "--methods", "grpo",
+                                                      "--seeds", "0"])
+    alive = {9: True}
+    monkeypatch.setattr(cd, "foreign_runs", lambda exclude: [f for f in [foreign] if alive[f.pid] and f.pid not in exclude])
+    monkeypatch.setattr(cd, "pid_alive", lambda pid: alive.get(pid, False))
+    monkeypatch.setattr(cd, "refresh_report", lambda *a: None)
+    committed: set = set()
+    monkeypatch.setattr(cd, "in_head", lambda path: any(path == s.docs_dir(c) / cd.DONE for c in committed))
+    launched: list = []
+    monkeypatch.setattr(cd, "launch", lambda s, r, c: launched.append(c) or type("P", (), {"pid": 100 + len(launched),
+                                                                                           "poll": lambda self: None})())
+    s = dataclasses.replace(study, order=(block,))
+    commits: list[str] = []
+
+    def commit(files, msg: str) -> str:  # noqa: ANN001
+        commits.append(msg)
+        committed.update(c for c in block.cells() if f"{c.method}/seed{c.seed} " in msg)
+        return "abc"
+
+    todo, running = [block], []
+    assert cd._adopt_running(root, todo, running) == 1 and todo == [block]
+    _fake_cell(cd, root, inside)  # the adopted run ends, its cell done
+    alive[9] = False
+    cd._reap(s, root, todo, running, commit, lambda: cd._start_next(s, root, todo, running, 1, commit, []))
+    assert [m.split(": cell ")[1].split(" ")[0] for m in commits] == ["grpo/seed0"]
+    assert inside not in todo and inside not in launched and launched == [cd.Cell("a", "stare", 0)]
+    cd._start_next(s, root, todo, running, 2, commit, [])
+    assert len(commits) == 1
+
+
 def test_stop_at_stops_the_running_cells_as_sigterm_does_and_starts_none_after(cd, study, tmp_path: Path,
                                                                               monkeypatch, capsys) -> None:
     """--stop-at HH:MM (a session's hard end): before it, cells start as usual; once it has come, each running
