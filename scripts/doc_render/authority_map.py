@@ -84,13 +84,14 @@ def render_fallback_handoff() -> str:
 
 
 def render_authority_map() -> str:
-    """docs/controller.md "The authority map": what the authority map (studies/authority_map, issue #46) supports so
-    far, from ``docs/results/authority_map/authority_map.json``. Two tables, a row per task and target: which cells
+    """docs/controller.md "The authority map": what the authority map (studies/authority_map, issue #46) supports (so
+    far, while it is not complete), from ``docs/results/authority_map/authority_map.json``. Two tables, a row per task and target: which cells
     hold their target (rule H for the selection alone; rules F, F3 and F3s for each fallback's pairs) with the range
     of their rolling band, and what each costs in pass@1 / pass@8; then rule D's reading (where to turn the fallback
     on by hand while it reads none: the README's ``authority-map-readme``)."""
     a = load_json("authority_map/authority_map.json")
     rules = a["rules"]
+    provisional = rules["D_amended"]["provisional"]  # until the map is complete
     settings = (("F", "+ bonus, W ≤ 50"), ("F3", "+ bonus, W ≤ 3"), ("F3s", "+ bonus, W ≤ 3, span log 50"))
     head = ("| task (hidden), target | selection alone (C2 or `stare_sensitivity`, `auto`) | "
             + " | ".join(name for _, name in settings) + " |\n|---|---|---|---|---|")
@@ -128,7 +129,7 @@ def render_authority_map() -> str:
             held_rows.append(row + " | ".join(held) + " |")
             cost_rows.append(row + " | ".join(cost) + " |")
     r = _authority_rules()
-    lines = [f"The authority map so far (issue #46, pre-registered; {_map_progress(a)}; [its table](results/authority_map/authority_map.md)). \"Held k of n\": of n "
+    lines = [f"The authority map{' so far' if provisional else ''} (issue #46, pre-registered; {_map_progress(a)}; [its table](results/authority_map/authority_map.md)). \"Held k of n\": of n "
              f"finished cells (with a fallback: pairs), k kept the 21-step mean of the batch entropy within ±10 % of the target on ≥ {100 * r.HOLD:.0f} % of steps after "
              "the first crossing (rule H; in brackets, that share's range over the cells); \"rescued\": of the pairs "
              "where the selection alone does not hold, those where the fallback holds or adds "
