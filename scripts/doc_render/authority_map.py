@@ -100,7 +100,7 @@ def render_authority_map() -> str:
         cells = {n: c for n, c in t["cells"].items() if c["state"] == "finished" and c["scored"]}
         grpo = {c["slot"]["width"]: {k: statistics.mean(x[k] for x in c["seeds"].values()) for k in ("pass@1", "pass@k")}
                 for c in cells.values() if c["slot"]["actuator"] == "grpo"}
-        alone = {n: c for n, c in cells.items() if c["slot"]["actuator"] != "grpo" and c["slot"]["fallback"] == "none"}
+        alone = {n: c for n, c in cells.items() if _selection_alone(c)}
         for target in sorted({c["slot"]["target"] for c in alone.values()}, reverse=True):
             mine = {n: c for n, c in alone.items() if c["slot"]["target"] == target}
             widths = ", ".join(map(str, sorted({c["slot"]["width"] for c in mine.values()})))
@@ -182,9 +182,8 @@ def render_authority_map_readme() -> str:
     alone: dict[tuple[str, str], list[bool]] = {}  # (task, target) -> rule H per finished selection-alone cell
     for task, t in a["tasks"].items():
         for name, c in t["cells"].items():
-            s = c["slot"]
-            if c["state"] == "finished" and c["scored"] and s["actuator"] != "grpo" and s["fallback"] == "none":
-                alone.setdefault((task, s["target"]), []).append(rules["H"][f"{task}/{name}"]["verdict"] == "holds")
+            if c["state"] == "finished" and c["scored"] and _selection_alone(c):
+                alone.setdefault((task, c["slot"]["target"]), []).append(rules["H"][f"{task}/{name}"]["verdict"] == "holds")
     bounds = [b for b in (("D", "F", "W ≤ 50"), ("D3", "F3", "W ≤ 3"), ("D3s", "F3s", "W ≤ 3, span log 50"))
               if rules[b[0]]["pairs_measured"]]
     order = list(a["tasks"])
@@ -344,6 +343,11 @@ def render_bonus_span() -> str:
                       f"% of steps) in {held['B3']} with W ≤ 3 alone and in {held['B3s']} with the span (in both: "
                       f"{held['both']}); the span "
                       f"lowered the step entropy's peak in {lower}."])
+
+
+def _selection_alone(cell: dict) -> bool:
+    """A map cell of STARE C2 or `stare_sensitivity` with `auto` and no fallback (not GRPO, not a fallback's pair)."""
+    return cell["slot"]["actuator"] != "grpo" and cell["slot"]["fallback"] == "none"
 
 
 def _map_progress(a: dict) -> str:
