@@ -157,7 +157,7 @@ def render_authority_map() -> str:
         f" and the bonus's span {a['bonus_span']}" if a.get("bonus_span") else "")
     lines.append(f"Rule D (`auto_fallback`'s default){' so far' if a['provisional'] else ''}: **{a['verdict']}**"
                  f"{bound}. "
-                 f"With W ≤ 50, on {d['pairs_measured']} of {d['pairs_planned']} pairs, the fallback rescues "
+                 f"With W ≤ 50, on {r.pairs_phrase(d)}, the fallback rescues "
                  f"{len(d['rescued'])} of the {len(d['misses'])} where the selection alone misses and costs "
                  f"{len(d['costs'])} of the {len(d['selection_holds'])} where it holds"
                  + _d3_clause(rules["D3"], "W ≤ 3 (phase B3)")
@@ -387,7 +387,7 @@ def _d3_clause(d3: dict, how: str) -> str:
     """Rule D's criterion on phase B3's (or B3s's) pairs, ``how`` naming it, once one of them is measured."""
     if not d3["pairs_measured"]:
         return f"; with {how}, 0 of {d3['pairs_planned']} pairs measured yet"
-    return (f"; with {how}, on {d3['pairs_measured']} of {d3['pairs_planned']} pairs, it rescues "
+    return (f"; with {how}, on {_authority_rules().pairs_phrase(d3)}, it rescues "
             f"{len(d3['rescued'])} of {len(d3['misses'])} and costs {len(d3['costs'])} of "
             f"{len(d3['selection_holds'])}")
 

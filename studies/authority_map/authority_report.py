@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from authority_grids import REFERENCE, TASKS, slots, widths
-from authority_rules import HOLD
+from authority_rules import HOLD, pairs_phrase
 
 
 def _f(v: Any, fmt: str = "{:.3f}") -> str:
@@ -215,8 +215,8 @@ def _d_line(title: str, d: dict[str, Any]) -> str:
     why = [f"{len(d['pairs_not_run_yet'])} pairs not run yet" if d["pairs_not_run_yet"] else "",
            f"rule S's seeds 1-2 not all finished in {len(d['seeds_open'])} close cells" if d.get("seeds_open") else ""]
     state = f" (provisional: {'; '.join(w for w in why if w)})" if d["provisional"] else ""
-    return (f"**{title}**: **{d['verdict']}**{state} on {d['pairs_measured']} of "
-            f"{d['pairs_planned']} pairs measured: the selection alone misses in {len(d['misses'])} "
+    return (f"**{title}**: **{d['verdict']}**{state} on {pairs_phrase(d)}: the selection alone misses in "
+            f"{len(d['misses'])} "
             f"({', '.join(d['misses']) or 'none'}), the fallback rescues {len(d['rescued'])} of them "
             f"({', '.join(d['rescued']) or 'none'}); the selection alone holds in {len(d['selection_holds'])}, "
             f"the fallback costs {len(d['costs'])} of them ({', '.join(d['costs']) or 'none'}). `bonus` needs "

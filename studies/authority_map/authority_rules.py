@@ -86,6 +86,15 @@ HAND_OFFS = {"50": {"hand_off_w": 50.0, "bonus_span": None}, "3": {"hand_off_w":
              "3s": {"hand_off_w": 3.0, "bonus_span": "log 50"}}
 
 
+def pairs_phrase(d: Mapping[str, Any]) -> str:
+    """Rule D's pairs in words: "m of n pairs", n the pairs measured or still to be run. A planned pair the map
+    skips (rule R does not hold at its width, or its width's warm start did not learn) is named apart, so that a
+    complete map does not read as one with pairs missing."""
+    left_out = d["pairs_planned"] - d["pairs_measured"] - len(d["pairs_not_run_yet"])
+    text = f"{d['pairs_measured']} of {d['pairs_planned'] - left_out} pairs"
+    return text + (f" ({left_out} more planned are skipped: authority_map.md says why)" if left_out else "")
+
+
 def rule_d_amended(options: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Mapping[str, Any]]]]
                    ) -> dict[str, Any]:
     """D as amended on 2026-11-28 (phases B3 and B3s): D's criterion on F (the fallback with W <= 50), on F3 (W <= 3)
