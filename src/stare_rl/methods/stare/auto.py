@@ -54,10 +54,11 @@ logger = logging.getLogger(__name__)
 FALLBACKS = ("none", "bonus")  # auto_fallback: what acts once W is at its bound
 W_MAX_ALONE = 50.0  # auto_w_max unset, without a fallback: W is the only actuator
 # auto_w_max unset, with auto_fallback bonus: W's bound is where the bonus takes over. The authority map's rule D (as
-# amended; studies/authority_map/HYPOTHESES.md) chooses it from 50 and 3; until the map is complete it stays 50.
+# amended; studies/authority_map/HYPOTHESES.md) chose from 50 and 3; on the complete map it read none (the fallback
+# stays off by default), so no bound was chosen and it stays 50.
 HAND_OFF_W = 50.0
 # auto_bonus_span unset: None = log auto_w_max (the bonus's half as wide as W's). The map's phase B3s (a deviation of
-# 2026-11-28) measures log 50 with W's bound 3; rule D, amended, may make that the default.
+# 2026-11-28) measured log 50 with W's bound 3; rule D, reading none, did not make it the default.
 BONUS_SPAN: float | None = None
 SATURATION_WARN_STEPS = 50  # consecutive steps at W = auto_w_max with H below the target before the one warning
 AUTO = "auto"  # name of the controller among a STARE-style method's controllers (keys its saved state)
@@ -89,7 +90,7 @@ class AutoWeightConfig:
         default=None,
         metadata={"help": "auto: upper bound of W (> 1); u = log W is in [0, log auto_w_max]. Unset: 50 with "
                           "auto_fallback none (W_MAX_ALONE); with auto_fallback bonus, the hand-off bound where the "
-                          "bonus takes over (HAND_OFF_W, 50; the authority map's rule D chooses it, docs/methods.md). "
+                          "bonus takes over (HAND_OFF_W, 50; the authority map's rule D could have chosen 3 and kept it, docs/controller.md). "
                           "The run's config.yaml logs the value used."},
     )
     auto_m_min: float = field(
